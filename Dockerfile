@@ -1,0 +1,18 @@
+# syntax=docker/dockerfile:1
+# One static image for the edge (iop gateway), the node agent (iop node) and
+# the embedded default (iop dev).
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum* ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/iop ./cmd/iop
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/iop /usr/local/bin/iop
+USER nonroot:nonroot
+EXPOSE 8080 8081 9090
+ENTRYPOINT ["iop"]
+CMD ["version"]

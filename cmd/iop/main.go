@@ -1,0 +1,78 @@
+// Command iop is the iop gateway binary: one executable whose subcommands
+// run the edge (gateway), a node agent (node), both in one process (dev),
+// or print the version.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, errUsage) {
+		fmt.Fprintln(os.Stderr, "iop:", err)
+	}
+	if err != nil {
+		os.Exit(exitCode(err))
+	}
+}
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+// errUsage reports a command-line mistake; the usage text was printed.
+var errUsage = errors.New("usage")
+
+// Main is the real entry point: it runs the subcommand named by args[0]
+// until it finishes or ctx is cancelled.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return errUsage
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			usage(stdout)
+			return nil
+		}
+		fmt.Fprintf(stderr, "iop: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return errUsage
+	}
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is filled by the files that implement each subcommand.
+var commands = map[string]command{}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: iop <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, name := range commandOrder {
+		if c, ok := commands[name]; ok {
+			fmt.Fprintf(w, "  %-10s %s\n", name, c.summary)
+		}
+	}
+}
+
+// commandOrder is the order of the usage text.
+var commandOrder = []string{"dev", "gateway", "node", "status", "version"}

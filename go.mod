@@ -1,0 +1,3 @@
+module github.com/iopgw/iop
+
+go 1.26
