@@ -33,3 +33,15 @@ lint: fmt-check vet staticcheck
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+# Regenerate the node-link protobuf code (committed) with pinned generators.
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+
+.PHONY: proto
+proto:
+	@command -v protoc >/dev/null || { echo "installing protoc (Debian protobuf-compiler)"; sudo=$$(command -v sudo || true); $$sudo apt-get install -y protobuf-compiler; }
+	GOBIN=$(CURDIR)/bin $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(CURDIR)/bin $(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH=$(CURDIR)/bin:$$PATH protoc -I wire --go_out=wire --go_opt=paths=source_relative \
+		--go-grpc_out=wire --go-grpc_opt=paths=source_relative wire/nodelink.proto

@@ -60,6 +60,10 @@ type CommandRequest struct {
 	Method string
 	Path   string
 	Body   []byte
+	// RunID and AttemptID identify an ollama_api request for cancellation
+	// and stall metadata.
+	RunID     string
+	AttemptID string
 }
 
 // CapabilitiesResult is the stable evidence of a capabilities command: the

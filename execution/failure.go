@@ -61,8 +61,36 @@ type ExecutionFailure struct {
 	Retryable bool
 	// Metadata is allowlisted evidence (see StallMetadataKeys).
 	Metadata map[string]string
+	// Upstream describes the provider upstream's error answer, if that is
+	// what failed.
+	Upstream *UpstreamError
 	// Err is the cause, if any; never sent over a wire.
 	Err error
+}
+
+// UpstreamError is an error answer from a provider's upstream: its HTTP
+// status and OpenAI-style error fields, so the edge can answer the client
+// in its native error shape and decide whether another provider may help.
+type UpstreamError struct {
+	Status       int    // HTTP status; 0 when the upstream could not be reached
+	Type         string // OpenAI error type, e.g. invalid_request_error
+	Code         string // OpenAI error code, e.g. context_length_exceeded
+	Param        string
+	Message      string
+	RetryAfterMS int64 // from retry-after-ms or retry-after, 0 if absent
+}
+
+// Error implements error.
+func (e *UpstreamError) Error() string {
+	if e.Status == 0 {
+		return "upstream unreachable: " + e.Message
+	}
+	return "upstream status " + strconv.Itoa(e.Status) + ": " + e.Message
+}
+
+// UpstreamFailure returns an upstream_error failure describing ue.
+func UpstreamFailure(ue *UpstreamError) *ExecutionFailure {
+	return &ExecutionFailure{Code: FailureCodeUpstreamError, Message: ue.Error(), Upstream: ue, Err: ue}
 }
 
 // NewFailure returns a failure with code and message.
@@ -98,6 +126,10 @@ func (f *ExecutionFailure) Clone() *ExecutionFailure {
 	}
 	c := *f
 	c.Metadata = maps.Clone(f.Metadata)
+	if f.Upstream != nil {
+		u := *f.Upstream
+		c.Upstream = &u
+	}
 	return &c
 }
 

@@ -1,0 +1,83 @@
+package jsonstrict
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheck(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001)
+	at64 := strings.Repeat(`{"a":`, 63) + `{}` + strings.Repeat("}", 63)
+	at65 := strings.Repeat(`{"a":`, 64) + `{}` + strings.Repeat("}", 64)
+	tests := []struct {
+		name string
+		body string
+		want error
+	}{
+		{"ok", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil},
+		{"ok with escapes", `{"a":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}`, nil},
+		{"valid weird text", `{"a":"\u202e RTL 👩‍👩‍👧 z̴̡̛a̶l̷g̸o\u0000"}`, nil},
+		{"empty", ``, ErrEmptyBody},
+		{"array", `[1,2]`, ErrNotAnObject},
+		{"scalar", `"x"`, ErrNotAnObject},
+		{"two values", `{} {}`, ErrInvalidJSON},
+		{"trailing garbage", `{"a":1}x`, ErrNotAnObject},
+		{"malformed", `{"a":}`, ErrInvalidJSON},
+		{"unterminated", `{"a":"x`, ErrInvalidJSON},
+		{"invalid utf8", "{\"a\":\"\xff\"}", ErrInvalidUTF8},
+		{"lone high surrogate", `{"a":"\ud800"}`, ErrLoneSurrogate},
+		{"lone low surrogate", `{"a":"\udc00"}`, ErrLoneSurrogate},
+		{"high then non-surrogate", `{"a":"\ud800\u0041"}`, ErrLoneSurrogate},
+		{"high at end", `{"a":"x\ud83d"}`, ErrLoneSurrogate},
+		{"duplicate key", `{"model":"a","model":"b"}`, ErrDuplicateKey},
+		{"duplicate escaped key", `{"model":"a","mod\u0065l":"b"}`, ErrDuplicateKey},
+		{"duplicate nested key", `{"a":{"stream":true,"stream":false}}`, ErrDuplicateKey},
+		{"same key in siblings", `{"a":[{"k":1},{"k":2}]}`, nil},
+		{"key equal to value", `{"a":"a","b":"a"}`, nil},
+		{"depth 64 ok", at64, nil},
+		{"depth 65 refused", at65, ErrTooDeep},
+		{"depth 10001 refused", deep, ErrTooDeep},
+		{"control char", "{\"a\":\"\x01\"}", ErrInvalidJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Check([]byte(tt.body), 64)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Check = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckLargeBodyIsLinear(t *testing.T) {
+	body := `{"a":"` + strings.Repeat("z\u0301\u0302", 350000) + `"}`
+	start := time.Now()
+	if err := Check([]byte(body), 64); err != nil {
+		t.Fatal(err)
+	}
+	// Generous bound for -race on a shared 2-core machine; the point is
+	// "no super-linear work" (a 1 MiB body takes about 5 ms without -race).
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Check of %d bytes took %v", len(body), d)
+	}
+}
+
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":"\ud800"}`, `{"a":{"a":1,"a":2}}`, `[]`, `{"\u0061":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := Check(b, 16)
+		if err == nil && !strings.HasPrefix(strings.TrimLeft(string(b), " \t\r\n"), "{") {
+			t.Fatalf("accepted a non-object: %q", b)
+		}
+	})
+}

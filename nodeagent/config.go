@@ -1,0 +1,283 @@
+package nodeagent
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/konfig"
+)
+
+// Config is a node agent's configuration (configs/node.example.yaml).
+type Config struct {
+	// NodeID identifies the node to every edge. Required.
+	NodeID string `koanf:"node_id"`
+	// Token authenticates the node to its edges. Required unless TokenFile
+	// is set. Env: IOP_TOKEN.
+	Token string `koanf:"token"`
+	// TokenFile is a file holding the token (trailing whitespace dropped).
+	TokenFile string `koanf:"token_file"`
+	// Edges lists the edges to dial; the node keeps one session per edge.
+	Edges []EdgeConfig `koanf:"edges"`
+	// Metrics serves /metrics; an empty listen address disables it.
+	Metrics MetricsConfig `koanf:"metrics"`
+	// Log configures structured logging.
+	Log LogConfig `koanf:"log"`
+	// Liveness tunes the stall watchdog.
+	Liveness LivenessConfig `koanf:"liveness"`
+	// Providers are the model servers this node runs work on.
+	Providers []ProviderConfig `koanf:"providers"`
+}
+
+// EdgeConfig is one edge to dial.
+type EdgeConfig struct {
+	// Address is host:port of the edge's node listener. Required.
+	Address string `koanf:"address"`
+	// TLS secures the link; disabled means plaintext (loopback only!).
+	TLS TLSConfig `koanf:"tls"`
+}
+
+// TLSConfig configures the node side of a TLS link.
+type TLSConfig struct {
+	Enabled    bool   `koanf:"enabled"`     // default false
+	CAFile     string `koanf:"ca_file"`     // CA that signed the edge's certificate; empty = system roots
+	ServerName string `koanf:"server_name"` // expected edge name; empty = host of Address
+	CertFile   string `koanf:"cert_file"`   // client certificate for mTLS (optional)
+	KeyFile    string `koanf:"key_file"`    // client key for mTLS (optional)
+}
+
+// MetricsConfig configures the node's Prometheus endpoint.
+type MetricsConfig struct {
+	// Listen is the address of /metrics. Default 127.0.0.1:9101; "" disables.
+	Listen string `koanf:"listen"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Level  string `koanf:"level"`  // debug, info, warn, error; default info
+	Format string `koanf:"format"` // json or text; default json
+}
+
+// LivenessConfig tunes the stall watchdog.
+type LivenessConfig struct {
+	// CloseGrace is how long a stalled provider has to release the attempt
+	// after cancellation for the fence to count as confirmed. Default 2s.
+	CloseGrace time.Duration `koanf:"close_grace"`
+}
+
+// ProviderConfig is one provider served by the node.
+type ProviderConfig struct {
+	// ID is the provider's identity, unique within the node. Required.
+	ID string `koanf:"id"`
+	// Adapter is sim, ollama or openai. Required.
+	Adapter string `koanf:"adapter"`
+	// Path is normalized (the node speaks to the provider and the edge
+	// renders OpenAI output) or tunnel (OpenAI-compatible bytes carried
+	// through unchanged). Default normalized; tunnel needs ollama or openai
+	// or sim.
+	Path string `koanf:"path"`
+	// BaseURL is the provider's URL (ollama: http://127.0.0.1:11434;
+	// openai: https://host/v1 or http://host:8000/v1). Unused by sim.
+	BaseURL string `koanf:"base_url"`
+	// APIKey is sent as the provider's bearer token; prefer APIKeyEnv.
+	APIKey string `koanf:"api_key"`
+	// APIKeyEnv names an environment variable holding the API key.
+	APIKeyEnv string `koanf:"api_key_env"`
+	// Headers are extra headers sent to the provider.
+	Headers map[string]string `koanf:"headers"`
+	// Models are the model names served. Required (at least one).
+	Models []string `koanf:"models"`
+	// Target is the exact model probes check. Default: Models[0].
+	Target string `koanf:"target"`
+	// InstanceKey pins the adapter instance. Default: the normalized
+	// BaseURL (sim: "sim/<id>").
+	InstanceKey string `koanf:"instance_key"`
+	// Capacity is the number of concurrent attempts. Default 4.
+	Capacity int `koanf:"capacity"`
+	// ResponseStallTimeoutMS is the stall timeout; 0 means 300000.
+	ResponseStallTimeoutMS int64 `koanf:"response_stall_timeout_ms"`
+	// Sim configures the built-in simulated model.
+	Sim SimConfig `koanf:"sim"`
+}
+
+// SimConfig configures the sim adapter (see nodeagent/providers/sim).
+type SimConfig struct {
+	TokenLatency     time.Duration `koanf:"token_latency"`      // between tokens; default 20ms
+	FirstTokenDelay  time.Duration `koanf:"first_token_delay"`  // before the first token; default 0
+	MaxTokens        int           `koanf:"max_tokens"`         // answer length cap; default 24
+	StallBeforeFirst bool          `koanf:"stall_before_first"` // never produce a token
+	StallAfter       int           `koanf:"stall_after"`        // stall after N tokens; 0 = never
+	CutAfter         int           `koanf:"cut_after"`          // end abruptly after N tokens; 0 = never
+	MalformedAt      int           `koanf:"malformed_at"`       // tunnel: event N is invalid JSON; 0 = never
+	ErrorStatus      int           `koanf:"error_status"`       // answer with this HTTP-style status; 0 = never
+	ErrorCount       int           `koanf:"error_count"`        // how many attempts fail with ErrorStatus; 0 = all
+	IgnoreCancel     bool          `koanf:"ignore_cancel"`      // keep the attempt after cancel (unconfirmed fence)
+	Probe            string        `koanf:"probe"`              // available (default) or unavailable
+	// UnhealthyAfterStall makes the probe report unavailable for this long
+	// after each stall, then available again (a recovering provider).
+	UnhealthyAfterStall time.Duration `koanf:"unhealthy_after_stall"`
+	// StallAttempts limits stalls to the first N attempts; 0 = every attempt.
+	StallAttempts int `koanf:"stall_attempts"`
+}
+
+// The execution paths a provider config can choose.
+const (
+	PathNormalized = "normalized"
+	PathTunnel     = "tunnel"
+)
+
+// DefaultConfig returns a Config with every default set.
+func DefaultConfig() Config {
+	return Config{
+		Metrics:  MetricsConfig{Listen: "127.0.0.1:9101"},
+		Log:      LogConfig{Level: "info", Format: "json"},
+		Liveness: LivenessConfig{CloseGrace: DefaultCloseGrace},
+	}
+}
+
+// LoadConfig reads a node configuration from path and the IOP_ environment,
+// applies defaults and validates it.
+func LoadConfig(path string) (Config, error) {
+	c := DefaultConfig()
+	if err := konfig.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	if err := c.Resolve(); err != nil {
+		if path == "" {
+			path = "environment"
+		}
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+var adapters = []string{"sim", "ollama", "openai"}
+
+// Resolve validates c and fills derived defaults. Errors name the key.
+func (c *Config) Resolve() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
+	}
+	if c.NodeID == "" {
+		bad("node_id", "required")
+	} else if !validID(c.NodeID) {
+		bad("node_id", "must be 1-64 characters of [A-Za-z0-9._-]")
+	}
+	if c.Token == "" && c.TokenFile != "" {
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			bad("token_file", "%v", err)
+		}
+		c.Token = strings.TrimSpace(string(b))
+	}
+	if c.Token == "" {
+		bad("token", "required (or token_file, or IOP_TOKEN)")
+	}
+	if len(c.Edges) == 0 {
+		bad("edges", "at least one edge is required")
+	}
+	for i, e := range c.Edges {
+		if e.Address == "" {
+			bad(fmt.Sprintf("edges[%d].address", i), "required")
+		}
+		if (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
+			bad(fmt.Sprintf("edges[%d].tls", i), "cert_file and key_file go together")
+		}
+	}
+	if c.Liveness.CloseGrace <= 0 {
+		c.Liveness.CloseGrace = DefaultCloseGrace
+	}
+	if len(c.Providers) == 0 {
+		bad("providers", "at least one provider is required")
+	}
+	seen := map[string]bool{}
+	for i := range c.Providers {
+		key := fmt.Sprintf("providers[%d]", i)
+		if seen[c.Providers[i].ID] {
+			bad(key+".id", "duplicate id %q", c.Providers[i].ID)
+		}
+		seen[c.Providers[i].ID] = true
+		errs = append(errs, c.Providers[i].resolve(key)...)
+	}
+	return errors.Join(errs...)
+}
+
+func (p *ProviderConfig) resolve(prefix string) []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf(prefix+"."+key+": "+format, args...))
+	}
+	if p.ID == "" || !validID(p.ID) {
+		bad("id", "required, 1-64 characters of [A-Za-z0-9._-]")
+	}
+	if !slices.Contains(adapters, p.Adapter) {
+		bad("adapter", "must be one of %s", strings.Join(adapters, ", "))
+	}
+	switch p.Path {
+	case "":
+		p.Path = PathNormalized
+	case PathNormalized, PathTunnel:
+	default:
+		bad("path", "must be normalized or tunnel")
+	}
+	if p.Adapter != "sim" {
+		if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("base_url", "an http(s) URL is required for adapter %s", p.Adapter)
+		}
+	}
+	if len(p.Models) == 0 {
+		bad("models", "at least one model is required")
+	}
+	if p.Target == "" && len(p.Models) > 0 {
+		p.Target = p.Models[0]
+	}
+	if p.Capacity == 0 {
+		p.Capacity = 4
+	} else if p.Capacity < 0 {
+		bad("capacity", "must be positive")
+	}
+	if err := execution.ValidateStallTimeoutMS(p.ResponseStallTimeoutMS); err != nil {
+		bad("response_stall_timeout_ms", "%v", err)
+	}
+	if p.APIKey == "" && p.APIKeyEnv != "" {
+		p.APIKey = os.Getenv(p.APIKeyEnv)
+	}
+	if p.InstanceKey == "" {
+		p.InstanceKey = strings.TrimRight(p.BaseURL, "/")
+		if p.Adapter == "sim" {
+			p.InstanceKey = "sim/" + p.ID
+		}
+	}
+	switch p.Sim.Probe {
+	case "", "available", "unavailable":
+	default:
+		bad("sim.probe", "must be available or unavailable")
+	}
+	return errs
+}
+
+// ExecutionPath returns the contract vocabulary for p's path.
+func (p *ProviderConfig) ExecutionPath() execution.ExecutionPath {
+	if p.Path == PathTunnel {
+		return execution.ExecutionPathProviderTunnel
+	}
+	return execution.ExecutionPathNormalized
+}
+
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

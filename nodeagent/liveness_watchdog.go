@@ -1,0 +1,165 @@
+package nodeagent
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// DefaultCloseGrace is how long a stalled provider has, after the watchdog
+// cancels it, to release the attempt for the fence to be confirmed. It
+// runs concurrently with the 5 s probe, so the stall terminal is ready at
+// most max(grace, 5 s) after the claim.
+const DefaultCloseGrace = 2 * time.Second
+
+// terminalSink is the part of execution.Emitter / FrameEmitter the
+// watchdog uses.
+type terminalSink[E any] interface {
+	Emit(E) bool
+	Claim() bool
+	Finish(E) bool
+	Done() <-chan struct{}
+}
+
+// stallVerdict is the joined outcome of a claimed stall.
+type stallVerdict struct {
+	idle     time.Duration
+	health   execution.ProviderHealth
+	fence    execution.AttemptFence
+	seq      uint64 // 0 on unbound paths: the key is omitted
+	metadata map[string]string
+}
+
+// failure returns the typed response_stalled failure of v.
+func (v stallVerdict) failure() *execution.ExecutionFailure {
+	return &execution.ExecutionFailure{
+		Code:      execution.FailureCodeResponseStalled,
+		Message:   execution.StalledMessage,
+		Retryable: v.fence == execution.AttemptFenceConfirmed,
+		Metadata:  v.metadata,
+	}
+}
+
+func (v stallVerdict) errorText() string {
+	return fmt.Sprintf("response stalled: no progress for %d ms", v.idle.Milliseconds())
+}
+
+// watchdog is the liveness owner of one admitted attempt on the node. It
+// starts at admission, resets only on progress dispositions, stops on the
+// provider terminal, and on idle timeout claims the stall exactly once.
+//
+// After the claim it joins two independent bounded outcomes concurrently —
+// the close-grace fence and the exact-target probe — and hands the verdict
+// to finish, which assembles the single allowlisted terminal. It never
+// retries and never infers recovery eligibility.
+type watchdog struct {
+	timeout  time.Duration
+	grace    time.Duration
+	last     atomic.Int64 // unix nanos of admission or the last progress
+	claimed  atomic.Bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func newWatchdog(timeout, grace time.Duration) *watchdog {
+	w := &watchdog{timeout: timeout, grace: grace, stop: make(chan struct{}), done: make(chan struct{})}
+	w.last.Store(time.Now().UnixNano())
+	return w
+}
+
+// touch records progress.
+func (w *watchdog) touch() { w.last.Store(time.Now().UnixNano()) }
+
+// idle is the time since admission or the last progress.
+func (w *watchdog) idle() time.Duration { return time.Since(time.Unix(0, w.last.Load())) }
+
+// halt stops the watchdog (idempotent); a claim already in progress
+// completes.
+func (w *watchdog) halt() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// watchHooks are what a watchdog needs from its attempt.
+type watchHooks struct {
+	claim    func() bool                            // fence the emitter; false if a terminal won
+	cancel   func()                                 // cancel the provider
+	released <-chan struct{}                        // closed when the provider returned
+	probe    func() execution.ProbeOutcome          // bounded exact-target probe
+	seq      func() uint64                          // next observation seq; nil when unbound
+	finish   func(v stallVerdict)                   // deliver the terminal
+	meta     func(v stallVerdict) map[string]string // assemble metadata
+	observe  func(v stallVerdict)                   // fire-and-forget observation
+}
+
+// run waits for a stall and handles it. It returns when halted, or after
+// a claimed stall's terminal was delivered.
+func (w *watchdog) run(h watchHooks) {
+	defer close(w.done)
+	t := time.NewTimer(w.timeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		idle := w.idle()
+		if idle < w.timeout {
+			t.Reset(w.timeout - idle)
+			continue
+		}
+		if !h.claim() {
+			return // the provider terminal won the race
+		}
+		w.claimed.Store(true)
+		w.handleStall(idle, h)
+		return
+	}
+}
+
+// handleStall joins the fence and the probe, then delivers the terminal.
+func (w *watchdog) handleStall(idle time.Duration, h watchHooks) {
+	h.cancel()
+	var (
+		wg      sync.WaitGroup
+		fence   execution.AttemptFence
+		outcome execution.ProbeOutcome
+	)
+	wg.Go(func() {
+		g := time.NewTimer(w.grace)
+		defer g.Stop()
+		select {
+		case <-h.released:
+			fence = execution.AttemptFenceConfirmed
+		case <-g.C:
+			fence = execution.AttemptFenceUnconfirmed
+		}
+	})
+	wg.Go(func() { outcome = h.probe() })
+	wg.Wait()
+
+	v := stallVerdict{idle: idle, health: execution.NormalizeProbeOutcome(outcome), fence: fence}
+	if h.seq != nil {
+		v.seq = h.seq()
+	}
+	v.metadata = h.meta(v)
+	h.finish(v)
+	h.observe(v)
+}
+
+// stallMetadata assembles the allowlisted terminal metadata of v for id.
+func stallMetadata(v stallVerdict, id attemptIdentity) map[string]string {
+	md := id.metadata()
+	md[execution.MetadataKeyFailureCode] = string(execution.FailureCodeResponseStalled)
+	md[execution.MetadataKeyProviderHealth] = string(v.health.Status())
+	md[execution.MetadataKeyLivenessClassification] = string(v.health)
+	md[execution.MetadataKeyIdleDurationMS] = strconv.FormatInt(v.idle.Milliseconds(), 10)
+	md[execution.MetadataKeyAttemptFence] = string(v.fence)
+	if v.seq != 0 {
+		md[execution.MetadataKeyHealthObservationSeq] = strconv.FormatUint(v.seq, 10)
+	}
+	return execution.CloneStallMetadata(nil, md)
+}

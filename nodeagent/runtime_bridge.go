@@ -1,0 +1,329 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/wire"
+)
+
+// Bridge runs the work the edge dispatches: it sits between the wire
+// boundary and the provider registry, admits attempts, starts one watchdog
+// per attempt, and maps events and frames back to the wire. It is safe for
+// concurrent use; each attempt runs on the caller's goroutine.
+type Bridge struct {
+	registry   *execution.Registry
+	probes     *ProbeCoordinator
+	observer   StallObserver
+	log        *slog.Logger
+	closeGrace time.Duration
+
+	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
+
+	mu       sync.Mutex // guards the following fields
+	runs     map[string]map[*attemptState]struct{}
+	inFlight map[string]*atomic.Int32
+}
+
+// BridgeConfig configures a Bridge.
+type BridgeConfig struct {
+	Registry   *execution.Registry
+	Probes     *ProbeCoordinator // nil: a default coordinator (5 s)
+	Observer   StallObserver     // nil: no stall observations
+	Log        *slog.Logger      // nil: discard
+	CloseGrace time.Duration     // zero: DefaultCloseGrace
+}
+
+// NewBridge returns a Bridge.
+func NewBridge(c BridgeConfig) *Bridge {
+	b := &Bridge{
+		registry: c.Registry, probes: c.Probes, observer: c.Observer, log: c.Log, closeGrace: c.CloseGrace,
+		runs: map[string]map[*attemptState]struct{}{}, inFlight: map[string]*atomic.Int32{},
+	}
+	if b.probes == nil {
+		b.probes = &ProbeCoordinator{}
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.closeGrace <= 0 {
+		b.closeGrace = DefaultCloseGrace
+	}
+	for _, d := range c.Registry.Descriptors() {
+		b.inFlight[d.ProviderID] = new(atomic.Int32)
+	}
+	return b
+}
+
+// attemptState is one admitted attempt.
+type attemptState struct {
+	id       attemptIdentity
+	provider string
+	cancel   context.CancelFunc
+}
+
+// InFlight returns the number of admitted attempts per provider.
+func (b *Bridge) InFlight() map[string]int32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]int32, len(b.inFlight))
+	for id, n := range b.inFlight {
+		out[id] = n.Load()
+	}
+	return out
+}
+
+// CancelRun cancels every attempt of runID. An empty run_id is rejected:
+// cancellation targets a non-empty run_id only. It reports how many
+// attempts were cancelled.
+func (b *Bridge) CancelRun(runID string) (int, error) {
+	if err := execution.ValidateRunID(runID); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for a := range b.runs[runID] {
+		a.cancel()
+		n++
+	}
+	return n, nil
+}
+
+func (b *Bridge) admit(a *attemptState) func() {
+	b.mu.Lock()
+	set := b.runs[a.id.RunID]
+	if set == nil {
+		set = map[*attemptState]struct{}{}
+		b.runs[a.id.RunID] = set
+	}
+	set[a] = struct{}{}
+	ctr := b.inFlight[a.provider]
+	if ctr == nil {
+		ctr = new(atomic.Int32)
+		b.inFlight[a.provider] = ctr
+	}
+	b.mu.Unlock()
+	ctr.Add(1)
+	return func() {
+		ctr.Add(-1)
+		b.mu.Lock()
+		delete(set, a)
+		if len(set) == 0 {
+			delete(b.runs, a.id.RunID)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// Wait waits for every provider goroutine to return, up to ctx.
+func (b *Bridge) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { b.providers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run executes a normalized RunRequest from the wire and sends its events
+// with send until exactly one terminal. sess is the transport session the
+// request came on; nil marks an unbound path (no health_observation_seq).
+func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, send func(*wire.RunEvent) error) {
+	req, err := runRequestFromProto(m)
+	if err != nil {
+		_ = send(runEventToProto(errorEvent(err), attemptIdentity{}))
+		return
+	}
+	p, desc, err := b.registry.Lookup(req.ProviderID)
+	if err != nil {
+		_ = send(runEventToProto(errorEvent(err), attemptIdentity{}))
+		return
+	}
+	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
+	var sendErr error
+	var w *watchdog
+	em := execution.NewEmitter(func(ev execution.RunEvent) {
+		if execution.ClassifyRuntimeEvent(ev) == execution.DispositionProgress {
+			w.touch()
+		}
+		if ev.Failure != nil && ev.Failure.Code == execution.FailureCodeResponseStalled && !w.claimed.Load() {
+			ev.Failure = nil // only the watchdog types a stall
+		}
+		if sendErr == nil {
+			sendErr = send(runEventToProto(ev, id))
+		}
+	})
+	spec := attemptSpec[execution.RunEvent]{
+		path: execution.ExecutionPathNormalized, id: id, desc: desc, provider: p, sess: sess,
+		timeout: time.Duration(req.ResponseStallTimeoutMS) * time.Millisecond, sink: em,
+		exec:     func(ctx context.Context) error { return p.Execute(ctx, req, em) },
+		terminal: runTerminal,
+		stalled: func(v stallVerdict) execution.RunEvent {
+			return execution.RunEvent{Type: execution.EventTypeError, Error: v.errorText(), Failure: v.failure()}
+		},
+		cancelled: execution.RunEvent{Type: execution.EventTypeCancelled, Error: "cancelled"},
+	}
+	w = newWatchdog(spec.timeout, b.closeGrace)
+	runAttempt(ctx, b, spec, w)
+}
+
+// Tunnel executes a ProviderTunnelRequest from the wire and sends its
+// frames with send until exactly one terminal.
+func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunnelRequest, send func(*wire.ProviderTunnelFrame) error) {
+	req, err := tunnelRequestFromProto(m)
+	if err != nil {
+		_ = send(tunnelFrameToProto(errorFrame(err), attemptIdentity{}))
+		return
+	}
+	p, desc, err := b.registry.Lookup(req.ProviderID)
+	if err != nil {
+		_ = send(tunnelFrameToProto(errorFrame(err), attemptIdentity{}))
+		return
+	}
+	t, ok := p.(execution.Tunneler)
+	if !ok {
+		_ = send(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not tunnel")), attemptIdentity{}))
+		return
+	}
+	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
+	b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, func(ctx context.Context, em *execution.FrameEmitter) error {
+		return t.Tunnel(ctx, req, em)
+	})
+}
+
+// frames runs a frame-producing attempt (tunnel or ollama_api).
+func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
+	timeoutMS int64, send func(*wire.ProviderTunnelFrame) error, exec func(context.Context, *execution.FrameEmitter) error) {
+	var sendErr error
+	var w *watchdog
+	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
+		if execution.ClassifyProviderTunnelFrame(f) == execution.DispositionProgress {
+			w.touch()
+		}
+		if f.Failure != nil && f.Failure.Code == execution.FailureCodeResponseStalled && !w.claimed.Load() {
+			f.Failure = nil
+		}
+		if sendErr == nil {
+			sendErr = send(tunnelFrameToProto(f, id))
+		}
+	})
+	spec := attemptSpec[execution.ProviderTunnelFrame]{
+		path: execution.ExecutionPathProviderTunnel, id: id, desc: desc, provider: p, sess: sess,
+		timeout: time.Duration(timeoutMS) * time.Millisecond, sink: em,
+		exec:     func(ctx context.Context) error { return exec(ctx, em) },
+		terminal: frameTerminal,
+		stalled: func(v stallVerdict) execution.ProviderTunnelFrame {
+			return execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: v.errorText(), Failure: v.failure()}
+		},
+		cancelled: execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "cancelled"},
+	}
+	w = newWatchdog(spec.timeout, b.closeGrace)
+	runAttempt(ctx, b, spec, w)
+}
+
+// attemptSpec describes one attempt of either kind.
+type attemptSpec[E any] struct {
+	path      execution.ExecutionPath
+	id        attemptIdentity
+	desc      execution.ProviderDescriptor
+	provider  execution.Provider
+	sess      *Session
+	timeout   time.Duration
+	sink      terminalSink[E]
+	exec      func(ctx context.Context) error
+	terminal  func(err error) E // the terminal for a provider that returned without one
+	stalled   func(v stallVerdict) E
+	cancelled E
+}
+
+// runAttempt admits the attempt, runs the provider and its watchdog, and
+// returns once exactly one terminal was delivered.
+func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watchdog) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	release := b.admit(&attemptState{id: s.id, provider: s.desc.ProviderID, cancel: cancel})
+	defer release()
+
+	released := make(chan struct{})
+	b.providers.Go(func() {
+		defer close(released)
+		err := s.exec(pctx)
+		switch {
+		case pctx.Err() != nil:
+			s.sink.Emit(s.cancelled)
+		default:
+			s.sink.Emit(s.terminal(err))
+		}
+	})
+	hooks := watchHooks{
+		claim:    s.sink.Claim,
+		cancel:   cancel,
+		released: released,
+		probe: func() execution.ProbeOutcome {
+			return b.probes.ProbeHealth(s.provider, execution.ProbeRequest{Adapter: s.desc.Adapter, InstanceKey: s.desc.InstanceKey, Target: s.id.Target})
+		},
+		meta:   func(v stallVerdict) map[string]string { return stallMetadata(v, s.id) },
+		finish: func(v stallVerdict) { s.sink.Finish(s.stalled(v)) },
+		observe: func(v stallVerdict) {
+			observeSafely(b.observer, StallObservation{
+				ExecutionPath: s.path, ProviderHealth: v.health.Status(), LivenessClassification: v.health,
+				AttemptFence: v.fence, IdleDurationMS: v.idle.Milliseconds(),
+			}, b.log)
+		},
+	}
+	if s.sess != nil {
+		hooks.seq = s.sess.NextObservationSeq
+	}
+	go w.run(hooks)
+
+	select {
+	case <-s.sink.Done():
+	case <-ctx.Done():
+		// The edge went away: fence the attempt and end it here.
+		if s.sink.Claim() {
+			s.sink.Finish(s.cancelled)
+		}
+	}
+	w.halt()
+	<-w.done
+}
+
+func runTerminal(err error) execution.RunEvent {
+	if err == nil {
+		err = errors.New("provider ended without a terminal event")
+	}
+	return errorEvent(err)
+}
+
+func frameTerminal(err error) execution.ProviderTunnelFrame {
+	if err == nil {
+		err = errors.New("provider ended without a terminal frame")
+	}
+	return errorFrame(err)
+}
+
+// errorEvent turns err into an error terminal; the failure code survives,
+// and only response_stalled failures ever cross the wire typed.
+func errorEvent(err error) execution.RunEvent {
+	return execution.RunEvent{Type: execution.EventTypeError, Error: err.Error(), Failure: asFailure(err)}
+}
+
+func errorFrame(err error) execution.ProviderTunnelFrame {
+	return execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: err.Error(), Failure: asFailure(err)}
+}
+
+func asFailure(err error) *execution.ExecutionFailure {
+	var f *execution.ExecutionFailure
+	if errors.As(err, &f) {
+		return f
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package nodeagent
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Session is one accepted connection to one edge: the connection
+// generation the edge assigned, and the connection-scoped monotonic source
+// of health_observation_seq.
+//
+// A new connection gets a new Session whose sequence starts at zero, so
+// its first finalized observation is 1. Normalized and tunnel observations
+// on the same connection share the source and receive unique, increasing
+// values under concurrency. Nothing here is process-global.
+type Session struct {
+	edge       string
+	generation uint64
+	seq        atomic.Uint64
+	ctx        context.Context // ends when the connection ends
+
+	mu     sync.Mutex // guards state
+	state  string
+	closed bool
+}
+
+// Session states reported by transport_status.
+const (
+	StateConnected = "connected"
+	StateClosed    = "closed"
+)
+
+func newSession(ctx context.Context, edge string, generation uint64) *Session {
+	return &Session{ctx: ctx, edge: edge, generation: generation, state: StateConnected}
+}
+
+// Generation is the connection_generation the edge assigned.
+func (s *Session) Generation() uint64 { return s.generation }
+
+// Edge is the address of the edge this session is connected to.
+func (s *Session) Edge() string { return s.edge }
+
+// NextObservationSeq returns the next health_observation_seq: 1 for the
+// first call on a session.
+func (s *Session) NextObservationSeq() uint64 { return s.seq.Add(1) }
+
+// State reports connected or closed.
+func (s *Session) State() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+func (s *Session) markClosed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.state = StateClosed
+}
