@@ -1,0 +1,377 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/iopgw/iop/codec/jsonstrict"
+	"github.com/iopgw/iop/execution"
+)
+
+// Limits bound what a request may contain.
+type Limits struct {
+	MaxDepth    int // JSON nesting; default 64
+	MaxMessages int // messages or input items; default 4096
+	MaxStop     int // stop sequences; default 4 (OpenAI's limit)
+	MaxTools    int // tools; default 128 (OpenAI's limit)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = jsonstrict.DefaultMaxDepth
+	}
+	if l.MaxMessages <= 0 {
+		l.MaxMessages = 4096
+	}
+	if l.MaxStop <= 0 {
+		l.MaxStop = 4
+	}
+	if l.MaxTools <= 0 {
+		l.MaxTools = 128
+	}
+	return l
+}
+
+// ChatRequest is a decoded, validated Chat Completions request.
+type ChatRequest struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	N            int64
+	Messages     []execution.Message
+	Params       execution.GenerationParams
+	HasTools     bool
+}
+
+type chatWire struct {
+	Model               *string         `json:"model"`
+	Messages            json.RawMessage `json:"messages"`
+	Stream              *bool           `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	N                   *int64          `json:"n"`
+	Seed                *int64          `json:"seed"`
+	Stop                json.RawMessage `json:"stop"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	User                *string         `json:"user"`
+}
+
+type streamOptions struct {
+	IncludeUsage       *bool `json:"include_usage"`
+	IncludeObfuscation *bool `json:"include_obfuscation"`
+}
+
+type messageWire struct {
+	Role       *string         `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       *string         `json:"name"`
+	ToolCallID *string         `json:"tool_call_id"`
+	ToolCalls  []toolCallWire  `json:"tool_calls"`
+}
+
+type toolCallWire struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type contentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+// CheckBody runs the strict JSON checks every /v1 request body gets,
+// mapping failures to 400 errors.
+func CheckBody(body []byte, l Limits) *Error {
+	l = l.withDefaults()
+	if err := jsonstrict.Check(body, l.MaxDepth); err != nil {
+		return InvalidRequest("", "We could not parse the JSON body of your request: %v.", err)
+	}
+	return nil
+}
+
+// DecodeChatRequest decodes and validates a Chat Completions body.
+func DecodeChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
+	l = l.withDefaults()
+	if e := CheckBody(body, l); e != nil {
+		return nil, e
+	}
+	var w chatWire
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, typeError(err)
+	}
+	req := &ChatRequest{N: 1}
+	if w.Model == nil || *w.Model == "" {
+		return nil, InvalidRequest("model", "you must provide a model parameter")
+	}
+	req.Model = *w.Model
+	if w.Stream != nil {
+		req.Stream = *w.Stream
+	}
+	if w.StreamOptions != nil {
+		if !req.Stream {
+			return nil, InvalidRequest("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		}
+		req.IncludeUsage = w.StreamOptions.IncludeUsage != nil && *w.StreamOptions.IncludeUsage
+	}
+	msgs, e := decodeMessages(w.Messages, l)
+	if e != nil {
+		return nil, e
+	}
+	req.Messages = msgs
+	if e := checkSampling(w.Temperature, w.TopP, w.PresencePenalty, w.FrequencyPenalty); e != nil {
+		return nil, e
+	}
+	maxTok := w.MaxCompletionTokens
+	param := "max_completion_tokens"
+	if maxTok == nil {
+		maxTok, param = w.MaxTokens, "max_tokens"
+	}
+	if maxTok != nil && *maxTok < 1 {
+		return nil, InvalidRequest(param, "Invalid '%s': integer below minimum value. Expected a value >= 1.", param)
+	}
+	if w.N != nil {
+		if *w.N < 1 || *w.N > 128 {
+			return nil, InvalidRequest("n", "Invalid 'n': expected a value between 1 and 128.")
+		}
+		req.N = *w.N
+	}
+	stop, e := decodeStop(w.Stop, l)
+	if e != nil {
+		return nil, e
+	}
+	tools, e := checkTools(w.Tools, l)
+	if e != nil {
+		return nil, e
+	}
+	req.HasTools = tools > 0
+	req.Params = execution.GenerationParams{
+		Temperature: w.Temperature, TopP: w.TopP, MaxTokens: maxTok, Seed: w.Seed, Stop: stop,
+		Tools: nonNull(w.Tools), ToolChoice: nonNull(w.ToolChoice), ResponseFormat: nonNull(w.ResponseFormat),
+	}
+	return req, nil
+}
+
+// RunRequest returns the normalized execution request of r (identity and
+// stall timeout are the caller's to fill).
+func (r *ChatRequest) RunRequest() *execution.RunRequest {
+	return &execution.RunRequest{Model: r.Model, Messages: r.Messages, Params: r.Params}
+}
+
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	return raw
+}
+
+// typeError maps an encoding/json error to a 400 naming the field.
+func typeError(err error) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return InvalidRequest(field, "Invalid type for '%s': expected %s, but got %s.", field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return InvalidRequest("", "We could not parse the JSON body of your request: %v.", err)
+}
+
+func jsonKind(k string) string {
+	switch {
+	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"):
+		return "an integer"
+	case strings.HasPrefix(k, "float"):
+		return "a number"
+	case k == "bool":
+		return "a boolean"
+	case k == "string":
+		return "a string"
+	case k == "slice":
+		return "an array"
+	case k == "struct", k == "map", k == "ptr":
+		return "an object"
+	}
+	return k
+}
+
+func checkSampling(temp, topP, presence, frequency *float64) *Error {
+	if temp != nil && (math.IsNaN(*temp) || *temp < 0 || *temp > 2) {
+		return InvalidRequest("temperature", "Invalid 'temperature': expected a number between 0 and 2.")
+	}
+	if topP != nil && (math.IsNaN(*topP) || *topP < 0 || *topP > 1) {
+		return InvalidRequest("top_p", "Invalid 'top_p': expected a number between 0 and 1.")
+	}
+	for name, v := range map[string]*float64{"presence_penalty": presence, "frequency_penalty": frequency} {
+		if v != nil && (*v < -2 || *v > 2) {
+			return InvalidRequest(name, "Invalid '%s': expected a number between -2 and 2.", name)
+		}
+	}
+	return nil
+}
+
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
+func decodeMessages(raw json.RawMessage, l Limits) ([]execution.Message, *Error) {
+	if len(nonNull(raw)) == 0 {
+		return nil, InvalidRequest("messages", "Missing required parameter: 'messages'.")
+	}
+	var ws []messageWire
+	if err := json.Unmarshal(raw, &ws); err != nil {
+		if e := typeError(err); e.Param != "body" && e.Param != "" {
+			e.Param = "messages." + e.Param
+			return nil, e
+		}
+		return nil, InvalidRequest("messages", "Invalid type for 'messages': expected an array of message objects.")
+	}
+	if len(ws) == 0 {
+		return nil, InvalidRequest("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
+	}
+	if len(ws) > l.MaxMessages {
+		return nil, InvalidRequest("messages", "Invalid 'messages': array too long. Expected at most %d messages.", l.MaxMessages)
+	}
+	out := make([]execution.Message, 0, len(ws))
+	for i, w := range ws {
+		m, e := decodeMessage(i, w)
+		if e != nil {
+			return nil, e
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func decodeMessage(i int, w messageWire) (execution.Message, *Error) {
+	param := func(f string) string { return "messages[" + itoa(i) + "]" + f }
+	if w.Role == nil || !roles[*w.Role] {
+		return execution.Message{}, InvalidRequest(param(".role"), "Invalid value for 'role': expected one of system, developer, user, assistant, tool.")
+	}
+	m := execution.Message{Role: *w.Role}
+	if w.Name != nil {
+		m.Name = *w.Name
+	}
+	if w.ToolCallID != nil {
+		m.ToolCallID = *w.ToolCallID
+	}
+	if m.Role == "tool" && m.ToolCallID == "" {
+		return m, InvalidRequest(param(".tool_call_id"), "Missing required parameter: 'tool_call_id' for a message with role 'tool'.")
+	}
+	for _, tc := range w.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, execution.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if e := decodeContent(w.Content, &m, param(".content")); e != nil {
+		return m, e
+	}
+	return m, nil
+}
+
+func decodeContent(raw json.RawMessage, m *execution.Message, param string) *Error {
+	raw = nonNull(raw)
+	if len(raw) == 0 {
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			return nil
+		}
+		if m.Role == "assistant" {
+			return nil
+		}
+		return InvalidRequest(param, "Missing required parameter: '%s'.", param)
+	}
+	if raw[0] == '"' {
+		return jsonError(json.Unmarshal(raw, &m.Content), param)
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return InvalidRequest(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
+	}
+	var text strings.Builder
+	for j, p := range parts {
+		switch p.Type {
+		case "text", "input_text":
+			text.WriteString(p.Text)
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == "" {
+				return InvalidRequest(param+"["+itoa(j)+"].image_url", "Missing required parameter: 'image_url.url'.")
+			}
+			m.Images = append(m.Images, p.ImageURL.URL)
+		default:
+			return InvalidRequest(param+"["+itoa(j)+"].type", "Invalid content part type %q.", clip(p.Type, 64))
+		}
+	}
+	m.Content = text.String()
+	return nil
+}
+
+func jsonError(err error, param string) *Error {
+	if err == nil {
+		return nil
+	}
+	return InvalidRequest(param, "Invalid value for '%s'.", param)
+}
+
+func decodeStop(raw json.RawMessage, l Limits) ([]string, *Error) {
+	raw = nonNull(raw)
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, InvalidRequest("stop", "Invalid 'stop'.")
+		}
+		return []string{s}, nil
+	}
+	var ss []string
+	if err := json.Unmarshal(raw, &ss); err != nil {
+		return nil, InvalidRequest("stop", "Invalid type for 'stop': expected a string or an array of strings.")
+	}
+	if len(ss) > l.MaxStop {
+		return nil, InvalidRequest("stop", "Invalid 'stop': array too long. Expected at most %d sequences.", l.MaxStop)
+	}
+	return ss, nil
+}
+
+// checkTools validates the tools array shape and returns its length.
+func checkTools(raw json.RawMessage, l Limits) (int, *Error) {
+	raw = nonNull(raw)
+	if len(raw) == 0 {
+		return 0, nil
+	}
+	var tools []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return 0, InvalidRequest("tools", "Invalid type for 'tools': expected an array of tool objects.")
+	}
+	if len(tools) > l.MaxTools {
+		return 0, InvalidRequest("tools", "Invalid 'tools': array too long. Expected at most %d tools.", l.MaxTools)
+	}
+	for i, t := range tools {
+		if t.Type == "function" && (t.Function == nil || t.Function.Name == "") {
+			return 0, InvalidRequest("tools["+itoa(i)+"].function.name", "Missing required parameter: 'tools[%d].function.name'.", i)
+		}
+	}
+	return len(tools), nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
