@@ -90,7 +90,7 @@ func (b *Bridge) ollamaAPI(ctx context.Context, sess *Session, cmd *execution.Co
 		return
 	}
 	id := attemptIdentity{RunID: cmd.RunID, AttemptID: cmd.AttemptID, Adapter: desc.Adapter, Target: cmdTarget(cmd, desc)}
-	b.frames(ctx, sess, id, desc, p, desc.ResponseStallTimeoutMS, send, func(ctx context.Context, em *execution.FrameEmitter) error {
+	b.frames(ctx, sess, id, desc, p, desc.EffectiveResponseStallTimeoutMS(), send, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return execution.RunProviderCommand(ctx, b.registry, cmd, em)
 	})
 }

@@ -67,6 +67,9 @@ type watchdog struct {
 }
 
 func newWatchdog(timeout, grace time.Duration) *watchdog {
+	if timeout <= 0 {
+		timeout = time.Duration(execution.DefaultResponseStallTimeoutMS) * time.Millisecond
+	}
 	w := &watchdog{timeout: timeout, grace: grace, stop: make(chan struct{}), done: make(chan struct{})}
 	w.last.Store(time.Now().UnixNano())
 	return w

@@ -25,11 +25,10 @@ func (a attemptIdentity) metadata() map[string]string {
 	}
 }
 
-// errInvalidStallTimeout wraps a wire boundary rejection.
-type boundaryError struct{ err error }
-
-func (e *boundaryError) Error() string { return "invalid request: " + e.err.Error() }
-func (e *boundaryError) Unwrap() error { return e.err }
+// boundaryError is a wire boundary rejection: an invalid_request failure.
+func boundaryError(err error) *execution.ExecutionFailure {
+	return &execution.ExecutionFailure{Code: execution.FailureCodeInvalidRequest, Message: err.Error(), Err: err}
+}
 
 // normalizeStallTimeout is the node wire boundary rule: zero becomes
 // 300000; negative or overflow values are rejected before any router or
@@ -37,7 +36,7 @@ func (e *boundaryError) Unwrap() error { return e.err }
 func normalizeStallTimeout(ms int64) (int64, error) {
 	resolved, err := execution.ResolveStallTimeoutMS(ms)
 	if err != nil {
-		return 0, &boundaryError{fmt.Errorf("response_stall_timeout_ms: %w", err)}
+		return 0, boundaryError(fmt.Errorf("response_stall_timeout_ms: %w", err))
 	}
 	return resolved, nil
 }
@@ -48,7 +47,7 @@ func runRequestFromProto(m *wire.RunRequest) (*execution.RunRequest, error) {
 		return nil, err
 	}
 	if err := execution.ValidateRunID(m.GetRunId()); err != nil {
-		return nil, &boundaryError{err}
+		return nil, boundaryError(err)
 	}
 	req := &execution.RunRequest{
 		RunID:                  m.GetRunId(),
@@ -83,7 +82,7 @@ func tunnelRequestFromProto(m *wire.ProviderTunnelRequest) (*execution.ProviderT
 		return nil, err
 	}
 	if err := execution.ValidateRunID(m.GetRunId()); err != nil {
-		return nil, &boundaryError{err}
+		return nil, boundaryError(err)
 	}
 	return &execution.ProviderTunnelRequest{
 		RunID: m.GetRunId(), AttemptID: m.GetAttemptId(), SessionID: m.GetSessionId(),

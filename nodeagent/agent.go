@@ -1,0 +1,155 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// Options are what a host injects into an Agent.
+type Options struct {
+	Log        *slog.Logger // default: discard
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics; with a nil Registerer the agent makes its
+	// own registry and serves that.
+	Gatherer prometheus.Gatherer
+	// Dialer replaces the network dialer (tests: bufconn).
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// ProbeTimeout overrides the 5 s probe bound (tests only).
+	ProbeTimeout time.Duration
+	// Version is reported to the edge in Hello.
+	Version string
+	// NoMetricsServer disables the /metrics listener (the host serves it).
+	NoMetricsServer bool
+}
+
+// Agent is a node agent: providers, the bridge that runs their attempts,
+// and one session per configured edge.
+type Agent struct {
+	cfg      Config
+	opts     Options
+	log      *slog.Logger
+	registry *execution.Registry
+	bridge   *Bridge
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*Session
+}
+
+// New builds an agent from a resolved configuration.
+func New(cfg Config, opts Options) (*Agent, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Registerer, opts.Gatherer = reg, reg
+	}
+	registry, err := buildRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Log, registry: registry, sessions: map[string]*Session{}}
+	a.bridge = NewBridge(BridgeConfig{
+		Registry: registry, Probes: &ProbeCoordinator{Timeout: opts.ProbeTimeout},
+		Observer: newLivenessObservability(opts.Registerer, opts.Log), Log: opts.Log, CloseGrace: cfg.Liveness.CloseGrace,
+	})
+	return a, nil
+}
+
+// Bridge returns the agent's bridge.
+func (a *Agent) Bridge() *Bridge { return a.bridge }
+
+// Run connects to every edge and serves until ctx ends, then waits for
+// in-flight provider work (bounded) and closes the providers.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.registry.Start(ctx); err != nil {
+		return err
+	}
+	defer a.registry.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(a.cfg.Edges)+1)
+	for _, e := range a.cfg.Edges {
+		wg.Go(func() {
+			if err := a.runEdge(ctx, e); err != nil {
+				errs <- err
+			}
+		})
+	}
+	if a.cfg.Metrics.Listen != "" && !a.opts.NoMetricsServer && a.opts.Gatherer != nil {
+		wg.Go(func() {
+			if err := a.serveMetrics(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	a.log.Info("node agent started", slog.String("node_id", a.cfg.NodeID), slog.Int("providers", len(a.cfg.Providers)), slog.Int("edges", len(a.cfg.Edges)))
+	wg.Wait()
+	close(errs)
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = a.bridge.Wait(wctx)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+func (a *Agent) serveMetrics(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.opts.Gatherer, promhttp.HandlerOpts{}))
+	srv := &http.Server{Addr: a.cfg.Metrics.Listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", a.cfg.Metrics.Listen)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	a.log.Info("node metrics listening", slog.String("addr", ln.Addr().String()))
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (a *Agent) setSession(edge string, s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sessions[edge] = s
+}
+
+// SessionInfo describes the session to one edge.
+type SessionInfo struct {
+	Edge       string
+	State      string
+	Generation uint64
+}
+
+// Sessions reports the current session to every edge, sorted by edge.
+func (a *Agent) Sessions() []SessionInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]SessionInfo, 0, len(a.sessions))
+	for edge, s := range a.sessions {
+		out = append(out, SessionInfo{Edge: edge, State: s.State(), Generation: s.Generation()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Edge < out[j].Edge })
+	return out
+}

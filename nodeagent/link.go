@@ -1,0 +1,250 @@
+package nodeagent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/wire"
+)
+
+// attemptDrainTimeout bounds how long the node waits, after its terminal,
+// for the edge to end an attempt stream.
+const attemptDrainTimeout = 10 * time.Second
+
+// tokenCreds sends the node token on every RPC.
+type tokenCreds struct {
+	token  string
+	secure bool
+}
+
+func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + t.token}, nil
+}
+
+func (t tokenCreds) RequireTransportSecurity() bool { return t.secure }
+
+// dialOptions returns the gRPC options for one edge.
+func (a *Agent) dialOptions(e EdgeConfig) ([]grpc.DialOption, error) {
+	opts := []grpc.DialOption{
+		grpc.WithKeepaliveParams(wire.NodeKeepalive),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: wire.NodeBackoff, MinConnectTimeout: 5 * time.Second}),
+		grpc.WithPerRPCCredentials(tokenCreds{token: a.cfg.Token, secure: e.TLS.Enabled}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxMessageSize), grpc.MaxCallSendMsgSize(wire.MaxMessageSize)),
+	}
+	if a.opts.Dialer != nil {
+		opts = append(opts, grpc.WithContextDialer(a.opts.Dialer))
+	}
+	if !e.TLS.Enabled {
+		return append(opts, grpc.WithTransportCredentials(insecure.NewCredentials())), nil
+	}
+	tc, err := clientTLS(e)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc))), nil
+}
+
+func clientTLS(e EdgeConfig) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: e.TLS.ServerName}
+	if e.TLS.CAFile != "" {
+		pem, err := os.ReadFile(e.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("edge %s: tls.ca_file: %w", e.Address, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("edge %s: tls.ca_file: no certificates found", e.Address)
+		}
+		tc.RootCAs = pool
+	}
+	if e.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(e.TLS.CertFile, e.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("edge %s: tls client certificate: %w", e.Address, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// runEdge keeps one session to edge e alive until ctx ends.
+func (a *Agent) runEdge(ctx context.Context, e EdgeConfig) error {
+	opts, err := a.dialOptions(e)
+	if err != nil {
+		return err
+	}
+	// passthrough: dial the address as given (as grpc.Dial did), one
+	// connection per edge; edges scale out by being listed separately.
+	conn, err := grpc.NewClient("passthrough:///"+e.Address, opts...)
+	if err != nil {
+		return fmt.Errorf("edge %s: %w", e.Address, err)
+	}
+	defer conn.Close()
+	client := wire.NewNodeLinkClient(conn)
+	log := a.log.With(slog.String("edge", e.Address))
+	retry := 0
+	for ctx.Err() == nil {
+		welcomed, err := a.session(ctx, e.Address, client, log)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if welcomed {
+			retry = 0 // the transport's own backoff paces reconnects
+			log.Warn("edge session ended", slog.String("error", err.Error()))
+			continue
+		}
+		delay := backoffDelay(retry)
+		retry++
+		log.Warn("edge session refused", slog.String("error", err.Error()), slog.Duration("retry_in", delay))
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// backoffDelay is NodeBackoff's delay for the n-th retry.
+func backoffDelay(n int) time.Duration {
+	d := float64(wire.NodeBackoff.BaseDelay)
+	for i := 0; i < n && d < float64(wire.NodeBackoff.MaxDelay); i++ {
+		d *= wire.NodeBackoff.Multiplier
+	}
+	d = min(d, float64(wire.NodeBackoff.MaxDelay))
+	d *= 1 + wire.NodeBackoff.Jitter*(rand.Float64()*2-1)
+	return time.Duration(d)
+}
+
+// session runs one Session stream. It reports whether the edge welcomed
+// the node, and why the session ended.
+func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkClient, log *slog.Logger) (bool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	var attempts sync.WaitGroup
+	defer attempts.Wait()
+	defer cancel()
+
+	stream, err := client.Session(sctx, grpc.WaitForReady(true))
+	if err != nil {
+		return false, err
+	}
+	hello := &wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: a.cfg.NodeID, Version: a.opts.Version, Advertisement: a.advertisement()}}}
+	if err := stream.Send(hello); err != nil {
+		return false, err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return false, err
+	}
+	w := first.GetWelcome()
+	if w == nil {
+		return false, errors.New("edge did not welcome the node")
+	}
+	sess := newSession(sctx, addr, w.GetConnectionGeneration())
+	a.setSession(addr, sess)
+	defer sess.markClosed()
+	log.Info("edge session established", slog.Uint64("connection_generation", sess.Generation()))
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			return true, err
+		}
+		switch msg := m.Msg.(type) {
+		case *wire.EdgeMessage_Dispatch:
+			id := msg.Dispatch.GetDispatchId()
+			attempts.Go(func() { a.attempt(sctx, client, sess, id, log) })
+		case *wire.EdgeMessage_CancelRun:
+			if _, err := a.bridge.CancelRun(msg.CancelRun.GetRunId()); err != nil {
+				log.Warn("cancel_run rejected", slog.String("error", err.Error()))
+			}
+		}
+	}
+}
+
+// attempt opens the Attempt stream for one dispatch and runs its work.
+func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *Session, dispatchID string, log *slog.Logger) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := client.Attempt(actx)
+	if err != nil {
+		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
+		return
+	}
+	open := &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{DispatchId: dispatchID, ConnectionGeneration: sess.Generation()}}}
+	if err := st.Send(open); err != nil {
+		return
+	}
+	down, err := st.Recv()
+	if err != nil {
+		return
+	}
+	// The edge ending the stream (or the connection dying) cancels the work.
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			if _, err := st.Recv(); err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	a.run(actx, sess, st, down)
+	_ = st.CloseSend()
+	select {
+	case <-ended:
+	case <-time.After(attemptDrainTimeout):
+	}
+}
+
+// run dispatches one unit of work to the bridge.
+func (a *Agent) run(ctx context.Context, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown) {
+	sendEvent := func(ev *wire.RunEvent) error { return st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: ev}}) }
+	sendFrame := func(f *wire.ProviderTunnelFrame) error {
+		return st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: f}})
+	}
+	switch w := down.Msg.(type) {
+	case *wire.AttemptDown_Run:
+		a.bridge.Run(ctx, sess, w.Run, sendEvent)
+	case *wire.AttemptDown_Tunnel:
+		a.bridge.Tunnel(ctx, sess, w.Tunnel, sendFrame)
+	case *wire.AttemptDown_Command:
+		sendResult := func(r *wire.CommandResult) error {
+			return st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_CommandResult{CommandResult: r}})
+		}
+		a.bridge.Command(ctx, sess, w.Command, sendResult, sendFrame)
+	default:
+		_ = sendEvent(runEventToProto(errorEvent(execution.NewFailure(execution.FailureCodeInvalidRequest, "empty attempt")), attemptIdentity{}))
+	}
+}
+
+// advertisement describes the node's providers.
+func (a *Agent) advertisement() *wire.Advertisement {
+	ad := &wire.Advertisement{NodeId: a.cfg.NodeID}
+	for _, pc := range a.cfg.Providers {
+		p, desc, err := a.registry.Lookup(pc.ID)
+		if err != nil {
+			continue
+		}
+		_, tunnels := p.(execution.Tunneler)
+		_, native := p.(execution.CommandHandler)
+		ad.Providers = append(ad.Providers, &wire.ProviderAdvertisement{
+			ProviderId: desc.ProviderID, Adapter: desc.Adapter, Target: desc.Target, InstanceKey: desc.InstanceKey,
+			Models: desc.Models, Capacity: int32(desc.Capacity), ResponseStallTimeoutMs: desc.EffectiveResponseStallTimeoutMS(),
+			ExecutionPath: string(pc.ExecutionPath()), SupportsTunnel: tunnels, SupportsOllamaApi: native && pc.Adapter == "ollama",
+		})
+	}
+	return ad
+}

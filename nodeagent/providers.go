@@ -1,0 +1,51 @@
+package nodeagent
+
+import (
+	"fmt"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/nodeagent/providers/httpx"
+	"github.com/iopgw/iop/nodeagent/providers/ollama"
+	"github.com/iopgw/iop/nodeagent/providers/openai"
+	"github.com/iopgw/iop/nodeagent/providers/sim"
+)
+
+// buildRegistry constructs every configured provider and registers it.
+func buildRegistry(cfg Config) (*execution.Registry, error) {
+	reg := execution.NewRegistry()
+	for i := range cfg.Providers {
+		pc := &cfg.Providers[i]
+		p, err := newProvider(pc)
+		if err != nil {
+			return nil, fmt.Errorf("providers[%d]: %w", i, err)
+		}
+		desc := execution.ProviderDescriptor{
+			ProviderID: pc.ID, Adapter: pc.Adapter, InstanceKey: pc.InstanceKey, Target: pc.Target,
+			Models: pc.Models, Capacity: pc.Capacity, ResponseStallTimeoutMS: pc.ResponseStallTimeoutMS,
+		}
+		if err := reg.Register(desc, p); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+func newProvider(pc *ProviderConfig) (execution.Provider, error) {
+	cred := httpx.Credentials{APIKey: pc.APIKey, Headers: pc.Headers}
+	switch pc.Adapter {
+	case "sim":
+		s := pc.Sim
+		return sim.New(sim.Config{
+			ID: pc.ID, InstanceKey: pc.InstanceKey, Target: pc.Target, Models: pc.Models,
+			TokenLatency: s.TokenLatency, FirstTokenDelay: s.FirstTokenDelay, MaxTokens: s.MaxTokens,
+			StallBeforeFirst: s.StallBeforeFirst, StallAfter: s.StallAfter, StallAttempts: s.StallAttempts,
+			CutAfter: s.CutAfter, MalformedAt: s.MalformedAt, ErrorStatus: s.ErrorStatus, ErrorCount: s.ErrorCount,
+			IgnoreCancel: s.IgnoreCancel, ProbeUnavailable: s.Probe == "unavailable", UnhealthyAfterStall: s.UnhealthyAfterStall,
+		}), nil
+	case "ollama":
+		return ollama.New(ollama.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
+	case "openai":
+		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
+	}
+	return nil, fmt.Errorf("unknown adapter %q", pc.Adapter)
+}

@@ -1,0 +1,59 @@
+package httpx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/httphdr"
+)
+
+// bufSize is the read size of the tunnel pump: each upstream read becomes
+// one body frame, so an SSE event written by the upstream travels on its
+// own without waiting for more.
+const bufSize = 32 << 10
+
+// Tunnel sends req upstream and emits the answer as frames: response_start
+// with the status and end-to-end headers, one body frame per read, a usage
+// frame when the body reported usage, then end. An upstream read error
+// mid-body becomes an error frame — never a tidy end — and a request that
+// cannot be sent becomes an error frame before any response_start.
+func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execution.FrameEmitter) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return Unreachable(err)
+	}
+	defer resp.Body.Close()
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
+		Header: httphdr.FromUpstream(resp.Header)})
+	sniff := NewUsageSniffer(resp.Header.Get("Content-Type"))
+	buf := make([]byte, bufSize)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			chunk := append([]byte(nil), buf[:n]...)
+			sniff.Write(chunk)
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return execution.UpstreamFailure(&execution.UpstreamError{Status: resp.StatusCode, Message: fmt.Sprintf("reading upstream body: %v", rerr)})
+		}
+	}
+	if u := sniff.Usage(); u != nil {
+		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: u})
+	}
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+	return nil
+}

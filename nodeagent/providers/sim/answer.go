@@ -1,0 +1,186 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"strings"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// answer is the deterministic output for one request: text tokens or a
+// tool call, and the usage it reports.
+type answer struct {
+	tokens       []string // text tokens, each with its leading space
+	toolName     string   // non-empty: answer with this tool call
+	toolID       string
+	toolArgs     []string // argument fragments
+	finish       string
+	promptTokens int64
+}
+
+// compose derives the answer from the request: the same request always
+// gets the same answer.
+func (p *Provider) compose(req *execution.RunRequest) answer {
+	a := answer{finish: "stop"}
+	var last execution.Message
+	for _, m := range req.Messages {
+		a.promptTokens += int64(len(strings.Fields(m.Content)))
+		last = m
+	}
+	if name := firstTool(req.Params); name != "" && last.Role == "user" && !toolChoiceNone(req.Params.ToolChoice) {
+		h := fnv.New32a()
+		h.Write([]byte(last.Content))
+		a.toolName, a.toolID = name, fmt.Sprintf("call_%08x", h.Sum32())
+		args, _ := json.Marshal(map[string]string{"input": firstWords(last.Content, 5)})
+		s := string(args)
+		a.toolArgs = []string{s[:len(s)/3], s[len(s)/3 : 2*len(s)/3], s[2*len(s)/3:]}
+		a.finish = "tool_calls"
+		return a
+	}
+	var text string
+	switch {
+	case last.Role == "tool":
+		text = "The tool returned: " + firstWords(last.Content, 12) + "."
+	case strings.TrimSpace(last.Content) == "":
+		text = "Hello from iop-sim, the built-in simulated model."
+	default:
+		text = "You said: " + firstWords(last.Content, 8) + ". This answer comes from iop-sim, the built-in simulated model."
+	}
+	a.tokens = tokenize(text)
+	limit := p.cfg.MaxTokens
+	if mt := req.Params.MaxTokens; mt != nil && int(*mt) < limit {
+		limit = int(*mt)
+	}
+	if len(a.tokens) > limit {
+		a.tokens, a.finish = a.tokens[:limit], "length"
+	}
+	return a
+}
+
+func (a answer) steps() int {
+	if a.toolName != "" {
+		return len(a.toolArgs)
+	}
+	return len(a.tokens)
+}
+
+// event returns the delta event of step i.
+func (a answer) event(i int) execution.RunEvent {
+	if a.toolName == "" {
+		return execution.RunEvent{Type: execution.EventTypeDelta, Delta: a.tokens[i]}
+	}
+	tc := execution.ToolCallDelta{Index: 0, Arguments: a.toolArgs[i]}
+	if i == 0 {
+		tc.ID, tc.Name = a.toolID, a.toolName
+	}
+	return execution.RunEvent{Type: execution.EventTypeDelta, ToolCalls: []execution.ToolCallDelta{tc}}
+}
+
+func (a answer) usage() *execution.TokenUsage {
+	out := int64(a.steps())
+	return &execution.TokenUsage{PromptTokens: a.promptTokens, CompletionTokens: out, TotalTokens: a.promptTokens + out}
+}
+
+func tokenize(s string) []string {
+	words := strings.Fields(s)
+	out := make([]string, len(words))
+	for i, w := range words {
+		if i > 0 {
+			w = " " + w
+		}
+		out[i] = w
+	}
+	return out
+}
+
+func firstWords(s string, n int) string {
+	w := strings.Fields(s)
+	if len(w) > n {
+		w = append(w[:n], "…")
+	}
+	return strings.Join(w, " ")
+}
+
+func firstTool(p execution.GenerationParams) string {
+	if len(p.Tools) == 0 {
+		return ""
+	}
+	var tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(p.Tools, &tools) != nil || len(tools) == 0 {
+		return ""
+	}
+	return tools[0].Function.Name
+}
+
+func toolChoiceNone(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == `"none"` }
+
+// upstreamError is the scripted error answer for status.
+func upstreamError(status int) *execution.UpstreamError {
+	ue := &execution.UpstreamError{Status: status, Type: "server_error", Message: http.StatusText(status)}
+	switch {
+	case status == http.StatusTooManyRequests:
+		ue.Type, ue.Code, ue.RetryAfterMS = "rate_limit_error", "rate_limit_exceeded", 1000
+		ue.Message = "Rate limit reached for iop-sim. Please try again in 1s."
+	case status == http.StatusServiceUnavailable:
+		ue.Type, ue.Code, ue.Message = "service_unavailable_error", "server_is_overloaded", "The engine is currently overloaded, please try again later."
+	case status == http.StatusBadRequest:
+		ue.Type, ue.Code, ue.Param = "invalid_request_error", "context_length_exceeded", "messages"
+		ue.Message = "This model's maximum context length is 8192 tokens. Please reduce the length of the messages."
+	case status >= 400 && status < 500:
+		ue.Type = "invalid_request_error"
+	}
+	return ue
+}
+
+// errCut is the abrupt end of a cut stream.
+var errCut = errors.New("connection reset by peer")
+
+// Execute implements [execution.Provider].
+func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit *execution.Emitter) error {
+	pl := p.nextPlan()
+	if pl.errorStatus != 0 {
+		ue := upstreamError(pl.errorStatus)
+		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
+		return nil
+	}
+	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, Model: req.Model})
+	a := p.compose(req)
+	if err := sleep(ctx, p.cfg.FirstTokenDelay); err != nil {
+		return err
+	}
+	for i := 0; i < a.steps(); i++ {
+		if err := p.beforeStep(ctx, pl, i); err != nil {
+			return err
+		}
+		emit.Emit(a.event(i))
+	}
+	emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: a.finish, Usage: a.usage()})
+	return nil
+}
+
+// beforeStep applies the plan's faults and the token latency before step i.
+func (p *Provider) beforeStep(ctx context.Context, pl plan, i int) error {
+	if i > 0 {
+		if err := sleep(ctx, p.cfg.TokenLatency); err != nil {
+			return err
+		}
+	}
+	switch i {
+	case pl.stallAt:
+		return p.stall(ctx)
+	case pl.cutAt:
+		return execution.UpstreamFailure(&execution.UpstreamError{Message: errCut.Error()})
+	case pl.malformedAt:
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "malformed chunk from upstream"})
+	}
+	return nil
+}

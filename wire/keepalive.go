@@ -1,0 +1,50 @@
+package wire
+
+import (
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/keepalive"
+)
+
+// The keepalive contract of the node link, both sides in one place so they
+// stay consistent (RELIABILITY.md R11, R12): the edge's MinTime must not
+// exceed the node's ping interval, and both permit pings without streams.
+var (
+	// NodeKeepalive: the node pings an idle connection every 10 s and
+	// declares it dead after 5 s without an answer.
+	NodeKeepalive = keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}
+	// NodeBackoff: reconnects back off from 1 s by ×1.6 with 20 % jitter up
+	// to 15 s, so a long edge outage costs at most ~19 s of reconnect tail,
+	// not grpc's default two minutes.
+	NodeBackoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 15 * time.Second}
+	// EdgeKeepalive: the edge pings every 10 s and closes a connection that
+	// does not answer within 5 s, so a black-holed node is detected in at
+	// most ~15 s.
+	EdgeKeepalive = keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}
+	// EdgeEnforcement: the edge accepts the node's pings down to 5 s apart,
+	// also without active streams.
+	EdgeEnforcement = keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}
+)
+
+// Edge limits.
+const (
+	// EdgeMaxConcurrentStreams bounds streams per node connection (one per
+	// in-flight attempt plus the session); grpc-go's default is unlimited.
+	EdgeMaxConcurrentStreams = 4096
+	// MaxMessageSize bounds one message in either direction (a request
+	// body snapshot, or one response chunk).
+	MaxMessageSize = 64 << 20
+)
+
+// EdgeServerOptions are the edge's gRPC server options for the node link.
+func EdgeServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.KeepaliveParams(EdgeKeepalive),
+		grpc.KeepaliveEnforcementPolicy(EdgeEnforcement),
+		grpc.MaxConcurrentStreams(EdgeMaxConcurrentStreams),
+		grpc.MaxRecvMsgSize(MaxMessageSize),
+		grpc.MaxSendMsgSize(MaxMessageSize),
+	}
+}
