@@ -15,7 +15,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/iop
 
 run: build
-	./$(BIN) version
+	./$(BIN) dev
 
 test: fmt-check vet staticcheck unit
 

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/konfig"
+	"github.com/iopgw/iop/nodeagent"
+)
+
+func init() {
+	commands["dev"] = command{summary: "run an edge and a bundled node with sim providers in one process", run: runDev}
+}
+
+// devConfig is iop dev's configuration: a gateway and its bundled node.
+type devConfig struct {
+	Gateway gateway.Config   `koanf:"gateway"`
+	Node    nodeagent.Config `koanf:"node"`
+}
+
+// defaultDevConfig serves the model iop-sim from two sim providers — one
+// on the normalized path, one tunnelled — on 127.0.0.1:8080, with the
+// admin listener on 127.0.0.1:8081 and the node link on a free loopback
+// port.
+func defaultDevConfig() devConfig {
+	g := gateway.DefaultConfig()
+	g.NodeListen = "127.0.0.1:0"
+	g.Log.Format = "text"
+	n := nodeagent.DefaultConfig()
+	n.NodeID = "dev-node"
+	n.Log.Format = "text"
+	n.Metrics.Listen = ""
+	return devConfig{Gateway: g, Node: n}
+}
+
+func defaultDevProviders() []nodeagent.ProviderConfig {
+	return []nodeagent.ProviderConfig{
+		{ID: "sim-a", Adapter: "sim", Models: []string{"iop-sim"}, Capacity: 8},
+		{ID: "sim-b", Adapter: "sim", Path: nodeagent.PathTunnel, Models: []string{"iop-sim"}, Capacity: 8},
+	}
+}
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "dev configuration (YAML with gateway: and node: sections); see configs/dev-*.yaml")
+	listen := fs.String("listen", "", "public HTTP address (default 127.0.0.1:8080)")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	cfg := defaultDevConfig()
+	if err := konfig.Load(*path, &cfg); err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Gateway.Listen = *listen
+	}
+	return runDevConfig(ctx, cfg, stdout, stderr)
+}
+
+func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error {
+	token := randomToken()
+	cfg.Gateway.Nodes = []gateway.NodeConfig{{ID: cfg.Node.NodeID, Token: token}}
+	cfg.Node.Token = token
+	if len(cfg.Node.Providers) == 0 {
+		cfg.Node.Providers = defaultDevProviders()
+	}
+	log, err := newLogger(stderr, cfg.Gateway.Log.Level, cfg.Gateway.Log.Format)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g, err := gateway.New(cfg.Gateway, gateway.Options{Log: log.With("component", "edge"), Registry: reg})
+	if err != nil {
+		return fmt.Errorf("gateway config: %w", err)
+	}
+	httpLn, nodeLn, adminLn, err := g.Listen()
+	if err != nil {
+		return err
+	}
+	cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: nodeLn.Addr().String()}}
+	if err := cfg.Node.Resolve(); err != nil {
+		return fmt.Errorf("node config: %w", err)
+	}
+	node, err := nodeagent.New(cfg.Node, nodeagent.Options{Log: log.With("component", "node"), Registerer: reg, NoMetricsServer: true, Version: version})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	gctx, stopEdge := context.WithCancel(context.Background())
+	nctx, stopNode := context.WithCancel(ctx)
+	wg.Go(func() { errs <- g.Serve(gctx, httpLn, nodeLn, adminLn) })
+	wg.Go(func() { errs <- node.Run(nctx) })
+	fmt.Fprintf(stdout, "iop dev: OpenAI API on http://%s/v1 (model iop-sim), Ollama API on http://%s/api", httpLn.Addr(), httpLn.Addr())
+	if adminLn != nil {
+		fmt.Fprintf(stdout, ", admin on http://%s", adminLn.Addr())
+	}
+	fmt.Fprintln(stdout)
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errs:
+	}
+	stopEdge() // drain the edge first, then stop the node
+	time.AfterFunc(200*time.Millisecond, stopNode)
+	wg.Wait()
+	stopNode()
+	if errors.Is(first, context.Canceled) {
+		first = nil
+	}
+	return first
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/iopgw/iop/nodeagent"
+)
+
+func init() {
+	commands["node"] = command{summary: "run a node agent (--config node.yaml)", run: runNode}
+}
+
+func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "node configuration file (YAML); IOP_* environment variables override it")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	cfg, err := nodeagent.LoadConfig(*path)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
+	if err != nil {
+		return err
+	}
+	a, err := nodeagent.New(cfg, nodeagent.Options{Log: log, Version: version})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}

@@ -1,0 +1,274 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/iopgw/iop/internal/konfig"
+	"github.com/iopgw/iop/streamgate"
+)
+
+// Config is the edge's configuration (configs/gateway.example.yaml).
+type Config struct {
+	// Listen is the public HTTP address. Default 127.0.0.1:8080.
+	Listen string `koanf:"listen"`
+	// NodeListen is the gRPC address nodes dial. Default 127.0.0.1:9090.
+	NodeListen string `koanf:"node_listen"`
+	// AdminListen serves /metrics, /healthz, /readyz, /admin/*; loopback by
+	// default. Default 127.0.0.1:8081.
+	AdminListen string `koanf:"admin_listen"`
+	// EdgeID names this edge to nodes (logs only). Default: the hostname.
+	EdgeID string `koanf:"edge_id"`
+
+	TLS     TLSConfig     `koanf:"tls"`      // public HTTPS (optional)
+	NodeTLS NodeTLSConfig `koanf:"node_tls"` // node link TLS (optional)
+	Nodes   []NodeConfig  `koanf:"nodes"`    // nodes allowed to connect
+	Auth    AuthConfig    `koanf:"auth"`
+	Admin   AdminConfig   `koanf:"admin"`
+	Limits  LimitsConfig  `koanf:"limits"`
+	Queue   QueueConfig   `koanf:"queue"`
+	Models  []ModelConfig `koanf:"models"`
+	// Providers tunes providers by id (priority, disabled).
+	Providers  []ProviderPolicy `koanf:"providers"`
+	StreamGate StreamGateConfig `koanf:"streamgate"`
+	Overlay    OverlayConfig    `koanf:"overlay"`
+	Log        LogConfig        `koanf:"log"`
+	// DrainTimeout bounds graceful shutdown: streams get this long to
+	// finish before they receive a typed terminal. Default 30s.
+	DrainTimeout time.Duration `koanf:"drain_timeout"`
+}
+
+// TLSConfig is a server certificate.
+type TLSConfig struct {
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+}
+
+// NodeTLSConfig secures the node link.
+type NodeTLSConfig struct {
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+	// ClientCAFile enables mTLS: node certificates must chain to it, and
+	// a certificate's identity (CN or a DNS SAN) must equal the node_id
+	// the node claims.
+	ClientCAFile string `koanf:"client_ca_file"`
+}
+
+// NodeConfig authorizes one node.
+type NodeConfig struct {
+	ID string `koanf:"id"`
+	// TokenSHA256 is the hex SHA-256 of the node's token (preferred).
+	TokenSHA256 string `koanf:"token_sha256"`
+	// Token is the node's token in clear (development only).
+	Token string `koanf:"token"`
+	// Providers and Models are the node's grant: what it may advertise.
+	// Empty means anything.
+	Providers []string `koanf:"providers"`
+	Models    []string `koanf:"models"`
+}
+
+// AuthConfig configures client API keys.
+type AuthConfig struct {
+	// Keys are the accepted client keys; none means the API is open.
+	Keys []KeyConfig `koanf:"keys"`
+	// FailuresPerMinute: failed authentications per client address per
+	// minute before 429. Default 20.
+	FailuresPerMinute int `koanf:"failures_per_minute"`
+}
+
+// KeyConfig is one client key, stored as a hash.
+type KeyConfig struct {
+	ID     string `koanf:"id"`     // public key id (for logs)
+	SHA256 string `koanf:"sha256"` // hex SHA-256 of the key
+}
+
+// AdminConfig protects the admin listener.
+type AdminConfig struct {
+	// TokenSHA256 is the hex SHA-256 of the admin bearer token; empty means
+	// the admin listener (loopback by default) needs none.
+	TokenSHA256 string `koanf:"token_sha256"`
+}
+
+// LimitsConfig bounds client requests.
+type LimitsConfig struct {
+	MaxBodyBytes      int64         `koanf:"max_body_bytes"`      // default 16 MiB
+	MaxHeaderBytes    int           `koanf:"max_header_bytes"`    // default 64 KiB
+	MaxDepth          int           `koanf:"max_depth"`           // JSON nesting, default 64
+	MaxMessages       int           `koanf:"max_messages"`        // default 4096
+	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"` // default 10s
+	BodyReadTimeout   time.Duration `koanf:"body_read_timeout"`   // default 30s
+	IdleTimeout       time.Duration `koanf:"idle_timeout"`        // default 120s
+	WriteTimeout      time.Duration `koanf:"write_timeout"`       // per write, default 60s
+}
+
+// QueueConfig bounds the per-model wait for a provider slot.
+type QueueConfig struct {
+	MaxLength int           `koanf:"max_length"` // default 256
+	MaxWait   time.Duration `koanf:"max_wait"`   // default 30s
+}
+
+// ModelConfig tunes one model.
+type ModelConfig struct {
+	Name      string      `koanf:"name"`
+	Fallbacks []string    `koanf:"fallbacks"`
+	Queue     QueueConfig `koanf:"queue"`
+}
+
+// ProviderPolicy tunes one provider (by provider id).
+type ProviderPolicy struct {
+	ID       string `koanf:"id"`
+	Priority int    `koanf:"priority"` // higher wins ties; default 0
+	Disabled bool   `koanf:"disabled"` // configuration-unhealthy
+}
+
+// StreamGateConfig configures the request runtime.
+type StreamGateConfig struct {
+	MaxAttempts      int           `koanf:"max_attempts"`       // default 3
+	SnapshotMaxBytes int           `koanf:"snapshot_max_bytes"` // default 8 MiB
+	BudgetRatio      float64       `koanf:"budget_ratio"`       // default 0.2
+	BudgetMin        int           `koanf:"budget_min"`         // default 3
+	HoldMaxDelay     time.Duration `koanf:"hold_max_delay"`     // commit hold; default 0 (off)
+	HoldMaxEvents    int           `koanf:"hold_max_events"`    // commit hold; default 0 (off)
+	BackoffBase      time.Duration `koanf:"backoff_base"`       // default 100ms
+	BackoffMax       time.Duration `koanf:"backoff_max"`        // default 2s
+	MaxRetryAfter    time.Duration `koanf:"max_retry_after"`    // default 5s
+	Filter           FilterConfig  `koanf:"filter"`
+}
+
+// FilterConfig is semantic filtering (disabled by default).
+type FilterConfig struct {
+	Enabled bool                    `koanf:"enabled"`
+	Rules   []streamgate.FilterRule `koanf:"rules"`
+}
+
+// OverlayConfig tunes recovery probing of lowered providers.
+type OverlayConfig struct {
+	// RecoveryInterval is the first CAPABILITIES probe delay after a
+	// provider is lowered; it doubles per inconclusive or unavailable
+	// result up to RecoveryMaxInterval. Defaults 5s and 60s.
+	RecoveryInterval    time.Duration `koanf:"recovery_interval"`
+	RecoveryMaxInterval time.Duration `koanf:"recovery_max_interval"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Level  string `koanf:"level"`  // debug, info, warn, error; default info
+	Format string `koanf:"format"` // json or text; default json
+}
+
+// DefaultConfig returns a Config with every default.
+func DefaultConfig() Config {
+	return Config{
+		Listen: "127.0.0.1:8080", NodeListen: "127.0.0.1:9090", AdminListen: "127.0.0.1:8081",
+		Auth: AuthConfig{FailuresPerMinute: 20},
+		Limits: LimitsConfig{MaxBodyBytes: 16 << 20, MaxHeaderBytes: 64 << 10, MaxDepth: 64, MaxMessages: 4096,
+			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, WriteTimeout: 60 * time.Second},
+		Queue:        QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
+		StreamGate:   StreamGateConfig{MaxAttempts: 3, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second, MaxRetryAfter: 5 * time.Second},
+		Overlay:      OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
+		Log:          LogConfig{Level: "info", Format: "json"},
+		DrainTimeout: 30 * time.Second,
+	}
+}
+
+// LoadConfig reads a gateway configuration from path and the environment.
+func LoadConfig(path string) (Config, error) {
+	c := DefaultConfig()
+	if err := konfig.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		if path == "" {
+			path = "environment"
+		}
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks c; errors name the key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
+	}
+	for key, addr := range map[string]string{"listen": c.Listen, "node_listen": c.NodeListen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(key, "must be host:port")
+		}
+	}
+	if c.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+			bad("admin_listen", "must be host:port or empty")
+		}
+	}
+	seen := map[string]bool{}
+	for i, n := range c.Nodes {
+		key := fmt.Sprintf("nodes[%d]", i)
+		if n.ID == "" || seen[n.ID] {
+			bad(key+".id", "required and unique")
+		}
+		seen[n.ID] = true
+		if (n.Token == "") == (n.TokenSHA256 == "") {
+			bad(key, "exactly one of token and token_sha256 is required")
+		}
+		if n.TokenSHA256 != "" && !isSHA256(n.TokenSHA256) {
+			bad(key+".token_sha256", "must be 64 hex characters")
+		}
+	}
+	for i, k := range c.Auth.Keys {
+		if !isSHA256(k.SHA256) {
+			bad(fmt.Sprintf("auth.keys[%d].sha256", i), "must be 64 hex characters (sha256 of the key)")
+		}
+	}
+	if c.Admin.TokenSHA256 != "" && !isSHA256(c.Admin.TokenSHA256) {
+		bad("admin.token_sha256", "must be 64 hex characters")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls", "cert_file and key_file go together")
+	}
+	if (c.NodeTLS.CertFile == "") != (c.NodeTLS.KeyFile == "") {
+		bad("node_tls", "cert_file and key_file go together")
+	}
+	if c.NodeTLS.ClientCAFile != "" && c.NodeTLS.CertFile == "" {
+		bad("node_tls.client_ca_file", "needs cert_file and key_file")
+	}
+	if c.Limits.MaxBodyBytes <= 0 || c.Queue.MaxLength < 0 || c.Queue.MaxWait <= 0 {
+		bad("limits/queue", "sizes and waits must be positive")
+	}
+	if _, err := streamgate.NewFilter(c.StreamGate.Filter.Rules); err != nil {
+		bad("streamgate.filter", "%v", err)
+	}
+	for i, m := range c.Models {
+		if m.Name == "" {
+			bad(fmt.Sprintf("models[%d].name", i), "required")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isSHA256(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size
+}
+
+// HashToken returns the hex SHA-256 of a token, the form configs store.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// model returns the configuration of a model name (zero value if none).
+func (c *Config) model(name string) ModelConfig {
+	for _, m := range c.Models {
+		if strings.EqualFold(m.Name, name) {
+			return m
+		}
+	}
+	return ModelConfig{Name: name}
+}

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/streamgate"
+	"github.com/iopgw/iop/wire"
+)
+
+// dispatcher implements streamgate.Dispatcher over the pool and the hub.
+type dispatcher struct {
+	pool *Pool
+	hub  *Hub
+}
+
+var _ streamgate.Dispatcher = (*dispatcher)(nil)
+
+// Dispatch implements [streamgate.Dispatcher].
+func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
+	l, err := d.pool.Acquire(ctx, ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need,
+		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback})
+	if err != nil {
+		return nil, err
+	}
+	attemptID := randomID()
+	down, kind, err := buildDown(l, req.Work, attemptID)
+	if err != nil {
+		l.Release()
+		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	ac, err := d.hub.open(actx, Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
+	if err != nil {
+		cancel()
+		l.Release()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
+	}
+	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}, nil
+}
+
+// Candidates implements [streamgate.Dispatcher].
+func (d *dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candidates {
+	return d.pool.Candidates(ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need,
+		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback})
+}
+
+// buildDown picks the form of the work the leased provider runs: native
+// Ollama when both sides speak it, the tunnel when the provider's path is
+// the tunnel, otherwise the normalized run.
+func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown, streamgate.Kind, error) {
+	ms := l.StallTimeout.Milliseconds()
+	switch {
+	case w.Native != nil && l.SupportsOllamaAPI:
+		c := w.Native
+		return &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: string(execution.CommandOllamaAPI),
+			ProviderId: l.LocalProviderID, Target: l.Target, Method: c.Method, Path: c.Path, Body: c.Body, RunId: c.RunID, AttemptId: attemptID}}}, streamgate.KindFrames, nil
+	case w.Tunnel != nil && l.SupportsTunnel && (l.Path == execution.ExecutionPathProviderTunnel || w.Run == nil):
+		t := w.Tunnel
+		return &wire.AttemptDown{Msg: &wire.AttemptDown_Tunnel{Tunnel: &wire.ProviderTunnelRequest{RunId: t.RunID, AttemptId: attemptID,
+			SessionId: t.SessionID, ProviderId: l.LocalProviderID, Model: l.Target, Method: t.Method, Path: t.Path,
+			Headers: headersToProto(t.Header), Body: t.Body, ResponseStallTimeoutMs: ms}}}, streamgate.KindFrames, nil
+	case w.Run != nil:
+		return &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: runRequestToProto(w.Run, l, attemptID)}}, streamgate.KindEvents, nil
+	}
+	return nil, 0, errors.New("the provider cannot serve this endpoint")
+}
+
+// edgeAttempt is one attempt on a node, seen from the edge.
+type edgeAttempt struct {
+	pool   *Pool
+	lease  *Lease
+	conn   *attemptConn
+	kind   streamgate.Kind
+	cancel context.CancelFunc
+
+	mu         sync.Mutex
+	terminated bool
+	closeOnce  sync.Once
+}
+
+var _ streamgate.Attempt = (*edgeAttempt)(nil)
+
+func (a *edgeAttempt) Kind() streamgate.Kind { return a.kind }
+
+// ProviderID implements [streamgate.Attempt]: the edge-owned id.
+func (a *edgeAttempt) ProviderID() string { return a.lease.ProviderID }
+
+func (a *edgeAttempt) Model() string { return a.lease.Model }
+
+func (a *edgeAttempt) StallTimeout() time.Duration {
+	if a.lease.StallTimeout <= 0 {
+		return time.Duration(execution.DefaultResponseStallTimeoutMS) * time.Millisecond
+	}
+	return a.lease.StallTimeout
+}
+
+// Recv implements [streamgate.Attempt]. On the terminal it validates stall
+// evidence against the lease and releases the lease exactly once; on a
+// transport failure it releases the lease too.
+func (a *edgeAttempt) Recv() (streamgate.Item, error) {
+	a.mu.Lock()
+	done := a.terminated
+	a.mu.Unlock()
+	if done {
+		return streamgate.Item{}, io.EOF
+	}
+	m, err := a.conn.stream.Recv()
+	if err != nil {
+		a.lease.Release()
+		return streamgate.Item{}, fmt.Errorf("node link: %w", err)
+	}
+	switch msg := m.Msg.(type) {
+	case *wire.AttemptUp_Event:
+		ev := runEventFromProto(msg.Event)
+		if ev.Type.IsTerminal() {
+			ev.Failure = a.terminal(ev.Failure)
+		}
+		return streamgate.Item{Event: &ev}, nil
+	case *wire.AttemptUp_Frame:
+		f := tunnelFrameFromProto(msg.Frame)
+		if f.Type.IsTerminal() {
+			f.Failure = a.terminal(f.Failure)
+		}
+		return streamgate.Item{Frame: &f}, nil
+	case *wire.AttemptUp_CommandResult:
+		f := execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: msg.CommandResult.GetError(),
+			Failure: execution.NewFailure(execution.FailureCode(msg.CommandResult.GetErrorCode()), msg.CommandResult.GetError())}
+		f.Failure = a.terminal(f.Failure)
+		return streamgate.Item{Frame: &f}, nil
+	}
+	a.lease.Release()
+	return streamgate.Item{}, errors.New("node link: unexpected message")
+}
+
+// terminal handles the attempt's terminal: stall evidence goes through
+// the edge's acceptance rules; the lease is released once (except on a
+// reception-owner mismatch); the edge transport is closed without another
+// CancelRun.
+func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.ExecutionFailure {
+	a.mu.Lock()
+	a.terminated = true
+	a.mu.Unlock()
+	release := true
+	if f != nil && f.Code == execution.FailureCodeResponseStalled {
+		v := a.pool.AcceptStall(a.lease, a.conn.reception, f)
+		f, release = v.Failure, v.ReleaseLease
+	}
+	if release {
+		a.lease.Release()
+	}
+	a.conn.end()
+	return f
+}
+
+// Close implements [streamgate.Attempt]: an unfinished attempt is
+// cancelled on its node (its stream ends) and its lease released.
+func (a *edgeAttempt) Close() {
+	a.closeOnce.Do(func() {
+		a.conn.end()
+		a.cancel()
+		if !a.lease.Released() {
+			a.lease.Release()
+		}
+	})
+}

@@ -1,0 +1,302 @@
+// Package gateway is the edge: the HTTP surface (echo) for OpenAI and
+// Ollama clients, the node hub (gRPC server) nodes dial, the provider pool
+// and its queues, immutable dispatch leases, the runtime health overlay
+// and its recovery probes, provider snapshots, admin endpoints and client
+// authentication. Each request is handed to one streamgate runtime, which
+// owns its liveness; gateway implements streamgate's Dispatcher.
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/iopgw/iop/streamgate"
+	"github.com/iopgw/iop/wire"
+)
+
+// Options are what a host injects into a Gateway.
+type Options struct {
+	Log *slog.Logger
+	// Registry receives the edge's collectors; nil makes a fresh one (with
+	// Go and process collectors). /metrics serves it together with the
+	// process-global default registry (streamgate's collectors).
+	Registry *prometheus.Registry
+	// Listeners replace the configured addresses (tests, iop dev).
+	HTTPListener, NodeListener, AdminListener net.Listener
+	// Clock for the request runtime (tests).
+	Clock streamgate.Clock
+}
+
+// Gateway is one edge.
+type Gateway struct {
+	cfg     Config
+	opts    Options
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	pool    *Pool
+	hub     *Hub
+	sg      *streamgate.Config
+	auth    *authenticator
+	metrics *edgeMetrics
+	health  *healthObservability
+	started time.Time
+	echo    *echo.Echo
+
+	mu        sync.Mutex
+	httpSrv   *http.Server
+	adminSrv  *http.Server
+	grpcSrv   *grpc.Server
+	ready     bool
+	listeners map[string]net.Addr
+}
+
+// New builds an edge from a validated configuration.
+func New(cfg Config, opts Options) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if cfg.EdgeID == "" {
+		cfg.EdgeID, _ = os.Hostname()
+	}
+	g := &Gateway{cfg: cfg, opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
+	g.health = newHealthObservability(g.reg, g.log)
+	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay})
+	g.metrics = newEdgeMetrics(g.reg, g.pool)
+	g.pool.metrics = g.metrics
+	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
+	g.auth = newAuthenticator(cfg.Auth)
+	filter, err := streamgate.NewFilter(filterRules(cfg.StreamGate.Filter))
+	if err != nil {
+		return nil, err
+	}
+	sg := streamgate.Config{
+		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: opts.Clock, Log: g.log, Filter: filter,
+		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
+		Hold:        streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
+		BackoffBase: cfg.StreamGate.BackoffBase, BackoffMax: cfg.StreamGate.BackoffMax, MaxRetryAfter: cfg.StreamGate.MaxRetryAfter,
+		Budget: streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock),
+	}.WithDefaults()
+	g.sg = &sg
+	g.echo = g.newEcho()
+	return g, nil
+}
+
+func filterRules(f FilterConfig) []streamgate.FilterRule {
+	if !f.Enabled {
+		return nil
+	}
+	return f.Rules
+}
+
+func (g *Gateway) queueConfig(model string) QueueConfig {
+	q := g.cfg.model(model).Queue
+	if q.MaxLength <= 0 {
+		q.MaxLength = g.cfg.Queue.MaxLength
+	}
+	if q.MaxWait <= 0 {
+		q.MaxWait = g.cfg.Queue.MaxWait
+	}
+	return q
+}
+
+func (g *Gateway) providerPolicy(id string) ProviderPolicy {
+	for _, p := range g.cfg.Providers {
+		if p.ID == id {
+			return p
+		}
+	}
+	return ProviderPolicy{}
+}
+
+// Handler is the public HTTP handler (tests can serve it directly).
+func (g *Gateway) Handler() http.Handler { return g.echo }
+
+// Pool returns the provider pool.
+func (g *Gateway) Pool() *Pool { return g.pool }
+
+// Addr returns the bound address of a listener: "http", "node", "admin".
+func (g *Gateway) Addr(name string) net.Addr {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.listeners[name]
+}
+
+func (g *Gateway) listen(name, addr string, ln net.Listener) (net.Listener, error) {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("%s listener: %w", name, err)
+		}
+	}
+	g.mu.Lock()
+	g.listeners[name] = ln.Addr()
+	g.mu.Unlock()
+	return ln, nil
+}
+
+// Listen binds every listener (so their addresses are known before Serve).
+func (g *Gateway) Listen() (httpLn, nodeLn, adminLn net.Listener, err error) {
+	if httpLn, err = g.listen("http", g.cfg.Listen, g.opts.HTTPListener); err != nil {
+		return
+	}
+	if nodeLn, err = g.listen("node", g.cfg.NodeListen, g.opts.NodeListener); err != nil {
+		httpLn.Close()
+		return
+	}
+	if g.cfg.AdminListen != "" || g.opts.AdminListener != nil {
+		if adminLn, err = g.listen("admin", g.cfg.AdminListen, g.opts.AdminListener); err != nil {
+			httpLn.Close()
+			nodeLn.Close()
+		}
+	}
+	return
+}
+
+// Run serves until ctx ends, then shuts down gracefully: new requests are
+// refused, in-flight streams get DrainTimeout to finish, nodes see a
+// GOAWAY.
+func (g *Gateway) Run(ctx context.Context) error {
+	httpLn, nodeLn, adminLn, err := g.Listen()
+	if err != nil {
+		return err
+	}
+	return g.Serve(ctx, httpLn, nodeLn, adminLn)
+}
+
+// Serve serves on already-bound listeners until ctx ends.
+func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listener) error {
+	creds, err := g.nodeCreds()
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.grpcSrv = grpc.NewServer(g.hub.ServerOptions(creds)...)
+	wire.RegisterNodeLinkServer(g.grpcSrv, g.hub)
+	g.httpSrv = g.newHTTPServer(g.echo)
+	if adminLn != nil {
+		g.adminSrv = g.newHTTPServer(g.adminHandler())
+	}
+	g.ready = true
+	g.mu.Unlock()
+
+	errc := make(chan error, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() { errc <- ignoreClosed(g.grpcSrv.Serve(nodeLn)) })
+	wg.Go(func() { errc <- ignoreClosed(g.serveHTTP(g.httpSrv, httpLn)) })
+	if adminLn != nil {
+		wg.Go(func() { errc <- ignoreClosed(g.adminSrv.Serve(adminLn)) })
+	}
+	pctx, stopProbes := context.WithCancel(ctx)
+	wg.Go(func() { g.runRecoveryProbes(pctx) })
+	g.log.Info("edge listening", "http", httpLn.Addr().String(), "node", nodeLn.Addr().String())
+
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+	}
+	stopProbes()
+	g.shutdown()
+	wg.Wait()
+	return first
+}
+
+func ignoreClosed(err error) error {
+	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// newHTTPServer applies the server limits: a header timeout and size
+// bound, an idle timeout, and no WriteTimeout (it would kill long
+// streams; the runtime sets per-write deadlines instead).
+func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
+	l := g.cfg.Limits
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+		IdleTimeout:       l.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+	}
+}
+
+func (g *Gateway) serveHTTP(srv *http.Server, ln net.Listener) error {
+	if g.cfg.TLS.CertFile != "" {
+		return srv.ServeTLS(ln, g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile)
+	}
+	return srv.Serve(ln)
+}
+
+// nodeCreds returns the node link's TLS credentials (nil: plaintext).
+func (g *Gateway) nodeCreds() (credentials.TransportCredentials, error) {
+	t := g.cfg.NodeTLS
+	if t.CertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("node_tls: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if t.ClientCAFile != "" {
+		pem, err := os.ReadFile(t.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("node_tls.client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("node_tls.client_ca_file: no certificates")
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(tc), nil
+}
+
+// shutdown stops accepting work and drains.
+func (g *Gateway) shutdown() {
+	g.mu.Lock()
+	g.ready = false
+	httpSrv, adminSrv, grpcSrv := g.httpSrv, g.adminSrv, g.grpcSrv
+	g.mu.Unlock()
+	g.hub.drain()
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(ctx); err != nil {
+		g.log.Warn("drain deadline passed; closing remaining streams")
+		_ = httpSrv.Close()
+	}
+	if adminSrv != nil {
+		_ = adminSrv.Close()
+	}
+	stopped := make(chan struct{})
+	go func() { grpcSrv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		grpcSrv.Stop()
+	}
+}

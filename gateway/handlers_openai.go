@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/httphdr"
+	"github.com/iopgw/iop/streamgate"
+)
+
+// chatCompletions serves POST /v1/chat/completions.
+func (g *Gateway) chatCompletions(c echo.Context) error {
+	body, e := g.readBody(c)
+	if e != nil {
+		return writeError(c, e)
+	}
+	req, e := openai.DecodeChatRequest(body, g.limits())
+	if e != nil {
+		return writeError(c, e)
+	}
+	if e := g.knownModel(req.Model); e != nil {
+		return writeError(c, e)
+	}
+	run := req.RunRequest()
+	sreq := g.baseRequest(c, streamgate.SurfaceChat, req.Model, body, run, "/v1/chat/completions")
+	sreq.Stream, sreq.IncludeUsage = req.Stream, req.IncludeUsage
+	if req.N > 1 {
+		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil // n > 1 is tunnel-only
+	}
+	streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
+	return nil
+}
+
+// responses serves POST /v1/responses.
+func (g *Gateway) responses(c echo.Context) error {
+	body, e := g.readBody(c)
+	if e != nil {
+		return writeError(c, e)
+	}
+	req, e := openai.DecodeResponsesRequest(body, g.limits())
+	if e != nil {
+		return writeError(c, e)
+	}
+	if e := g.knownModel(req.Model); e != nil {
+		return writeError(c, e)
+	}
+	run := req.RunRequest()
+	sreq := g.baseRequest(c, streamgate.SurfaceResponses, req.Model, body, run, "/v1/responses")
+	sreq.Stream, sreq.Echo, sreq.SideEffects = req.Stream, req.Echo(), req.ServerTools
+	if req.PreviousResponseID != "" || req.ServerTools {
+		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil // state and server tools live upstream
+	}
+	streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
+	return nil
+}
+
+// tunnelOnly serves OpenAI endpoints that only tunnel (embeddings, legacy
+// completions), with the same admission, lease and cancellation.
+func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		body, e := g.readBody(c)
+		if e != nil {
+			return writeError(c, e)
+		}
+		if e := openai.CheckBody(body, g.limits()); e != nil {
+			return writeError(c, e)
+		}
+		var head struct {
+			Model  *string `json:"model"`
+			Stream *bool   `json:"stream"`
+		}
+		if err := json.Unmarshal(body, &head); err != nil {
+			return writeError(c, openai.InvalidRequest("", "Invalid type in the request body: %v.", err))
+		}
+		if head.Model == nil || *head.Model == "" {
+			return writeError(c, openai.InvalidRequest("model", "you must provide a model parameter"))
+		}
+		if e := g.knownModel(*head.Model); e != nil {
+			return writeError(c, e)
+		}
+		sreq := g.baseRequest(c, streamgate.SurfaceTunnelOnly, *head.Model, body, nil, path)
+		sreq.Need, sreq.Stream = streamgate.NeedTunnel, head.Stream != nil && *head.Stream
+		streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
+		return nil
+	}
+}
+
+// baseRequest builds the runtime request shared by the /v1 endpoints:
+// the normalized run (if any) and the tunnel form of the same request.
+func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string, body []byte, run *execution.RunRequest, path string) *streamgate.Request {
+	runID := "run_" + randomID()
+	if run != nil {
+		run.RunID, run.SessionID = runID, c.Request().Header.Get("X-Session-Id")
+	}
+	hdr := httphdr.ForUpstream(c.Request().Header)
+	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: model, Method: http.MethodPost, Path: path, Header: hdr, Body: body}
+	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: g.cfg.model(model).Fallbacks,
+		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID()}
+	if len(body) <= g.cfg.StreamGate.SnapshotMaxBytes {
+		sreq.Snapshot = body
+	}
+	sreq.RebuildForModel = func(m string) (streamgate.Work, error) {
+		nb, err := withModel(body, m)
+		if err != nil {
+			return streamgate.Work{}, err
+		}
+		w := streamgate.Work{Tunnel: &execution.ProviderTunnelRequest{RunID: runID, Model: m, Method: http.MethodPost, Path: path, Header: hdr, Body: nb}}
+		if sreq.Work.Run != nil {
+			r := *sreq.Work.Run
+			r.Model = m
+			w.Run = &r
+		}
+		return w, nil
+	}
+	return sreq
+}
+
+// withModel returns body with its top-level "model" replaced. The body was
+// validated strictly (no duplicate keys), so the edge and the provider
+// see the same request apart from the model.
+func withModel(body []byte, model string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	mb, _ := json.Marshal(model)
+	m["model"] = mb
+	return json.Marshal(m)
+}
+
+// knownModel returns 404 model_not_found unless some provider (or a
+// fallback's provider) serves model.
+func (g *Gateway) knownModel(model string) *openai.Error {
+	if g.pool.Known(model) {
+		return nil
+	}
+	for _, f := range g.cfg.model(model).Fallbacks {
+		if g.pool.Known(f) {
+			return nil
+		}
+	}
+	return openai.ModelNotFound(model)
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// listModels serves GET /v1/models: the union of models served by
+// admissible providers.
+func (g *Gateway) listModels(c echo.Context) error {
+	out := struct {
+		Object string        `json:"object"`
+		Data   []modelObject `json:"data"`
+	}{Object: "list", Data: []modelObject{}}
+	for _, m := range g.pool.Models() {
+		out.Data = append(out.Data, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// getModel serves GET /v1/models/{model}.
+func (g *Gateway) getModel(c echo.Context) error {
+	id := c.Param("model")
+	for _, m := range g.pool.Models() {
+		if m == id {
+			return c.JSON(http.StatusOK, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
+		}
+	}
+	return writeError(c, openai.ModelNotFound(id))
+}

@@ -1,0 +1,425 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/iopgw/iop/wire"
+)
+
+// openTimeout bounds how long the edge waits for a node to open the
+// attempt stream of a dispatch.
+const openTimeout = 10 * time.Second
+
+// Hub is the edge's gRPC server for node links: it authenticates nodes,
+// assigns connection generations, registers their providers with the
+// pool, and carries dispatched attempts. The registry is compare-and-swap
+// on (node_id, connection_generation): cleaning up an old connection
+// never removes a newer one.
+type Hub struct {
+	wire.UnimplementedNodeLinkServer
+	nodes   map[string]NodeConfig // by node id
+	pool    *Pool
+	log     *slog.Logger
+	metrics *edgeMetrics
+	edgeID  string
+	mtls    bool
+	gen     atomic.Uint64
+
+	mu       sync.Mutex // guards the following fields
+	conns    map[string]*nodeConn
+	pending  map[string]*pendingDispatch
+	draining bool
+}
+
+// nodeConn is one registered node connection.
+type nodeConn struct {
+	nodeID    string
+	gen       uint64
+	stream    wire.NodeLink_SessionServer
+	sendMu    sync.Mutex
+	done      chan struct{}
+	closeOnce sync.Once
+	since     time.Time
+	providers int
+}
+
+func (c *nodeConn) close() { c.closeOnce.Do(func() { close(c.done) }) }
+
+func (c *nodeConn) send(m *wire.EdgeMessage) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.stream.Send(m)
+}
+
+type pendingDispatch struct {
+	owner Reception // the connection that must open the attempt
+	ch    chan *attemptConn
+}
+
+// attemptConn is the edge end of an Attempt stream.
+type attemptConn struct {
+	stream    wire.NodeLink_AttemptServer
+	reception Reception
+	done      chan struct{}
+	once      sync.Once
+}
+
+func (a *attemptConn) end() { a.once.Do(func() { close(a.done) }) }
+
+// NewHub returns a hub.
+func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
+	h := &Hub{nodes: map[string]NodeConfig{}, pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
+		conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{}}
+	for _, n := range nodes {
+		h.nodes[n.ID] = n
+	}
+	// Generations start from the wall clock so a restarted edge never
+	// reissues an old one.
+	h.gen.Store(uint64(time.Now().UnixMilli()))
+	return h
+}
+
+// ServerOptions are the gRPC options of the node listener, including the
+// authentication interceptors.
+func (h *Hub) ServerOptions(creds credentials.TransportCredentials) []grpc.ServerOption {
+	opts := append(wire.EdgeServerOptions(), grpc.StreamInterceptor(h.authenticate))
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	return opts
+}
+
+type nodeIDKey struct{}
+
+// authenticate binds the bearer token of every RPC to a configured
+// node_id (constant-time comparison of hashes) and, with mTLS, requires
+// the client certificate's identity to be that node_id.
+func (h *Hub) authenticate(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	token := ""
+	if v := md.Get("authorization"); len(v) == 1 {
+		token, _ = strings.CutPrefix(v[0], "Bearer ")
+	}
+	nodeID, ok := h.nodeForToken(token)
+	if !ok {
+		return status.Error(codes.Unauthenticated, "invalid node token")
+	}
+	if h.mtls && !peerIsNode(ss.Context(), nodeID) {
+		return status.Error(codes.PermissionDenied, "client certificate does not match the node id")
+	}
+	return handler(srv, &authedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), nodeIDKey{}, nodeID)})
+}
+
+func (h *Hub) nodeForToken(token string) (string, bool) {
+	if token == "" {
+		return "", false
+	}
+	sum := HashToken(token)
+	found := ""
+	for id, n := range h.nodes {
+		want := n.TokenSHA256
+		if want == "" {
+			want = HashToken(n.Token)
+		}
+		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(want))) == 1 {
+			found = id
+		}
+	}
+	return found, found != ""
+}
+
+// peerIsNode reports whether the verified client certificate names nodeID
+// (as its common name or a DNS SAN).
+func peerIsNode(ctx context.Context, nodeID string) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return false
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 {
+		return false
+	}
+	return certNames(ti.State.VerifiedChains[0][0], nodeID)
+}
+
+func certNames(c *x509.Certificate, nodeID string) bool {
+	if c.Subject.CommonName == nodeID {
+		return true
+	}
+	for _, n := range c.DNSNames {
+		if n == nodeID {
+			return true
+		}
+	}
+	return false
+}
+
+type authedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *authedStream) Context() context.Context { return s.ctx }
+
+func nodeIDFrom(ctx context.Context) string { v, _ := ctx.Value(nodeIDKey{}).(string); return v }
+
+// Session implements the node's control stream.
+func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
+	nodeID := nodeIDFrom(stream.Context())
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	hello := m.GetHello()
+	if hello == nil || hello.GetNodeId() != nodeID {
+		return status.Error(codes.PermissionDenied, "hello must name the authenticated node")
+	}
+	ads, err := h.granted(nodeID, hello.GetAdvertisement().GetProviders())
+	if err != nil {
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		return status.Error(codes.Unavailable, "edge is shutting down")
+	}
+	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: make(chan struct{}), since: time.Now(), providers: len(ads)}
+	prev := h.conns[nodeID]
+	h.conns[nodeID] = c
+	h.mu.Unlock()
+	if prev != nil {
+		prev.close() // superseded: the old connection takes no new work
+	}
+	h.metrics.nodesConnected.Inc()
+	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Welcome{Welcome: &wire.Welcome{ConnectionGeneration: c.gen, EdgeId: h.edgeID}}}); err != nil {
+		h.unregister(c)
+		return err
+	}
+	h.pool.SetNode(nodeID, c.gen, ads)
+	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
+	defer h.unregister(c)
+	return h.serveSession(c)
+}
+
+// serveSession reads advertisement updates until the stream ends or the
+// connection is superseded.
+func (h *Hub) serveSession(c *nodeConn) error {
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			m, err := c.stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			if ad := m.GetAdvertisement(); ad != nil {
+				if ads, err := h.granted(c.nodeID, ad.GetProviders()); err == nil && h.current(c) {
+					h.pool.SetNode(c.nodeID, c.gen, ads)
+				}
+			}
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-c.done:
+		return status.Error(codes.Aborted, "connection superseded")
+	}
+}
+
+// granted checks an advertisement against the node's grant.
+func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire.ProviderAdvertisement, error) {
+	n := h.nodes[nodeID]
+	for _, ad := range ads {
+		if len(n.Providers) > 0 && !contains(n.Providers, ad.GetProviderId()) {
+			return nil, fmt.Errorf("provider %q is outside the node's grant", clipID(ad.GetProviderId()))
+		}
+		for _, m := range ad.GetModels() {
+			if len(n.Models) > 0 && !contains(n.Models, m) {
+				return nil, fmt.Errorf("model %q is outside the node's grant", clipID(m))
+			}
+		}
+	}
+	return ads, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func clipID(s string) string {
+	if len(s) > 64 {
+		return s[:64]
+	}
+	return s
+}
+
+func (h *Hub) current(c *nodeConn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conns[c.nodeID] == c
+}
+
+// unregister removes c — only if it is still the node's registered
+// connection — and its providers of that generation.
+func (h *Hub) unregister(c *nodeConn) {
+	c.close()
+	h.mu.Lock()
+	if h.conns[c.nodeID] == c {
+		delete(h.conns, c.nodeID)
+	}
+	h.mu.Unlock()
+	h.pool.RemoveNode(c.nodeID, c.gen)
+	h.metrics.nodesConnected.Dec()
+	h.log.Info("node disconnected", "node_id", c.nodeID, "connection_generation", c.gen)
+}
+
+// open dispatches work to the connection owner: it asks that connection
+// to open an Attempt stream and sends down on it.
+func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown) (*attemptConn, error) {
+	h.mu.Lock()
+	c := h.conns[owner.NodeID]
+	if c == nil || c.gen != owner.ConnectionGeneration {
+		h.mu.Unlock()
+		return nil, errors.New("the node connection is gone")
+	}
+	id := randomID()
+	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
+	h.pending[id] = pd
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.pending, id)
+		h.mu.Unlock()
+	}()
+	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Dispatch{Dispatch: &wire.Dispatch{DispatchId: id}}}); err != nil {
+		return nil, fmt.Errorf("sending dispatch: %w", err)
+	}
+	t := time.NewTimer(openTimeout)
+	defer t.Stop()
+	select {
+	case a := <-pd.ch:
+		if err := a.stream.Send(down); err != nil {
+			a.end()
+			return nil, fmt.Errorf("sending work: %w", err)
+		}
+		return a, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, errors.New("node connection closed")
+	case <-t.C:
+		return nil, errors.New("node did not open the attempt stream")
+	}
+}
+
+// Attempt implements the per-attempt stream. The reception is the
+// authenticated node and the generation it claims, which must be the
+// lease's: anything else is a reception-owner mismatch and is refused
+// without touching the lease.
+func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
+	nodeID := nodeIDFrom(stream.Context())
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	open := m.GetOpen()
+	if open == nil {
+		return status.Error(codes.InvalidArgument, "first message must be open")
+	}
+	h.mu.Lock()
+	pd := h.pending[open.GetDispatchId()]
+	h.mu.Unlock()
+	r := Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
+	if pd == nil || pd.owner != r {
+		h.metrics.staleGeneration.Inc()
+		return status.Error(codes.NotFound, "no such dispatch for this connection")
+	}
+	a := &attemptConn{stream: stream, reception: r, done: make(chan struct{})}
+	select {
+	case pd.ch <- a:
+	default:
+		return status.Error(codes.AlreadyExists, "dispatch already opened")
+	}
+	select {
+	case <-a.done:
+	case <-stream.Context().Done():
+	}
+	return nil
+}
+
+// NodeInfo describes a registered node connection.
+type NodeInfo struct {
+	NodeID               string    `json:"node_id"`
+	ConnectionGeneration uint64    `json:"connection_generation"`
+	ConnectedAt          time.Time `json:"connected_at"`
+	Providers            int       `json:"providers"`
+}
+
+// Nodes lists registered connections.
+func (h *Hub) Nodes() []NodeInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]NodeInfo, 0, len(h.conns))
+	for _, c := range h.conns {
+		out = append(out, NodeInfo{NodeID: c.nodeID, ConnectionGeneration: c.gen, ConnectedAt: c.since, Providers: c.providers})
+	}
+	return out
+}
+
+// drain stops accepting sessions.
+func (h *Hub) drain() {
+	h.mu.Lock()
+	h.draining = true
+	h.mu.Unlock()
+}
+
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// command runs one provider command on a connection and returns its
+// result (capabilities, transport_status).
+func (h *Hub) command(ctx context.Context, owner Reception, cmd *wire.Command) (*wire.CommandResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout+10*time.Second)
+	defer cancel()
+	a, err := h.open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: cmd}})
+	if err != nil {
+		return nil, err
+	}
+	defer a.end()
+	m, err := a.stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	r := m.GetCommandResult()
+	if r == nil {
+		return nil, errors.New("node answered a command with something else")
+	}
+	return r, nil
+}

@@ -1,0 +1,37 @@
+package gateway
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// edgeMetrics are the edge's own collectors, registered on the gateway's
+// registry. Labels are closed sets; no identifier is a label (the model
+// label takes only models advertised by configured nodes).
+type edgeMetrics struct {
+	doubleRelease   prometheus.Counter
+	queueRejected   *prometheus.CounterVec
+	staleGeneration prometheus.Counter
+	nodesConnected  prometheus.Gauge
+	leasesInUse     prometheus.GaugeFunc
+	requests        *prometheus.CounterVec
+	authFailures    prometheus.Counter
+}
+
+func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
+	m := &edgeMetrics{
+		doubleRelease: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_lease_double_release_total",
+			Help: "Second releases of a lease (always refused; should stay 0)."}),
+		queueRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iop_edge_queue_rejected_total",
+			Help: "Requests refused by a model queue, by reason (full, timeout)."}, []string{"reason"}),
+		staleGeneration: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_stale_generation_messages_total",
+			Help: "Node messages dropped because they named a stale connection generation."}),
+		nodesConnected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "iop_edge_nodes_connected",
+			Help: "Node connections currently registered."}),
+		leasesInUse: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "iop_edge_leases_in_use",
+			Help: "Provider slots currently leased."}, func() float64 { return float64(pool.InUse()) }),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iop_edge_http_requests_total",
+			Help: "HTTP requests by route and status class."}, []string{"route", "code"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_auth_failures_total",
+			Help: "Rejected client authentications."}),
+	}
+	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures)
+	return m
+}

@@ -1,0 +1,212 @@
+package gateway
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/streamgate"
+)
+
+// overlayEntry is the runtime health overlay of one provider on one
+// connection generation — separate from configuration health.
+type overlayEntry struct {
+	lowered   bool
+	lastSeq   uint64 // last applied observation sequence
+	reason    string // why it was lowered (closed vocabulary)
+	loweredAt time.Time
+	nextProbe time.Time
+	interval  time.Duration
+	target    string // the exact target whose stall lowered it; recovery probes it
+}
+
+// StallVerdict is the edge's decision on one stall terminal.
+type StallVerdict struct {
+	// Failure is what the request runtime receives: on a validated current
+	// bound stall, annotated with the edge-owned provider_id, the validated
+	// provider_health and recovery_handoff=confirmed; otherwise without the
+	// handoff token.
+	Failure *execution.ExecutionFailure
+	// ReleaseLease is false only for a reception-owner mismatch, which
+	// changes neither overlay nor lease state.
+	ReleaseLease bool
+}
+
+// AcceptStall validates a stall terminal received on reception for lease
+// l. The observation is projected provider-wide only when the reception
+// matches the lease, the local attempt fence is confirmed, the metadata
+// binds to the lease's adapter and target, and the sequence is strictly
+// newer than the last applied for the key; only a fresh unavailable
+// lowers the overlay. It never authorizes retry.
+func (p *Pool) AcceptStall(l *Lease, r Reception, f *execution.ExecutionFailure) StallVerdict {
+	out := &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Message: execution.StalledMessage, Retryable: f.Retryable}
+	if !l.Owns(r) {
+		p.observer.observe(healthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"})
+		return StallVerdict{Failure: out, ReleaseLease: false}
+	}
+	md := f.Metadata
+	health := execution.HealthStatus(md[execution.MetadataKeyProviderHealth])
+	fence := md[execution.MetadataKeyAttemptFence]
+	out.Metadata = map[string]string{}
+	if fence != "" {
+		out.Metadata[execution.MetadataKeyAttemptFence] = fence
+	}
+	seq, seqErr := strconv.ParseUint(md[execution.MetadataKeyHealthObservationSeq], 10, 64)
+	switch {
+	case !health.Valid() || execution.ProviderHealth(md[execution.MetadataKeyLivenessClassification]).Status() != health ||
+		md[execution.MetadataKeyLivenessClassification] == "" || fence == "":
+		p.observer.observe(healthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"})
+		return StallVerdict{Failure: out, ReleaseLease: true}
+	case md[execution.MetadataKeyAdapter] != l.Adapter || md[execution.MetadataKeyTarget] != l.Target:
+		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"})
+		return StallVerdict{Failure: out, ReleaseLease: true}
+	case fence != string(execution.AttemptFenceConfirmed) || !f.Retryable:
+		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"})
+		return StallVerdict{Failure: out, ReleaseLease: true}
+	}
+	// A validated current bound stall: annotate, whatever the sequence says.
+	out.Metadata[streamgate.MetadataKeyProviderID] = l.ProviderID
+	out.Metadata[execution.MetadataKeyProviderHealth] = string(health)
+	out.Metadata[streamgate.MetadataKeyRecoveryHandoff] = streamgate.RecoveryHandoffConfirmed
+	if seqErr != nil || seq == 0 {
+		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_ambiguous"})
+		return StallVerdict{Failure: out, ReleaseLease: true}
+	}
+	p.applyStall(l, health, seq)
+	return StallVerdict{Failure: out, ReleaseLease: true}
+}
+
+// applyStall projects a validated stall observation onto the overlay.
+func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) {
+	k := providerKey{NodeID: l.NodeID, Generation: l.ConnectionGeneration, ProviderID: l.LocalProviderID}
+	p.mu.Lock()
+	if _, live := p.providers[k]; !live {
+		p.mu.Unlock()
+		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"})
+		return
+	}
+	e := p.overlay[k]
+	if e == nil {
+		e = &overlayEntry{}
+		p.overlay[k] = e
+	}
+	if seq <= e.lastSeq {
+		p.mu.Unlock()
+		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_stale"})
+		return
+	}
+	e.lastSeq = seq
+	obs := healthObservation{source: "stall", evidence: string(health), decision: "applied"}
+	switch health {
+	case execution.HealthUnavailable:
+		if !e.lowered {
+			e.lowered, e.reason, e.loweredAt, e.target = true, "stall_provider_unhealthy", time.Now(), l.Target
+			e.interval = p.recoveryInterval()
+			e.nextProbe = e.loweredAt.Add(e.interval)
+			obs.from, obs.to, obs.changed = "available", "unavailable", true
+		}
+	case execution.HealthUnknown:
+		obs.decision = "inconclusive"
+	}
+	p.mu.Unlock()
+	p.observer.observe(obs)
+}
+
+// ProbeResult is a CAPABILITIES result for a lowered provider.
+type ProbeResult struct {
+	NodeID     string
+	Generation uint64
+	ProviderID string // the node's provider id
+	AdapterKey string
+	Target     string
+	Status     string
+	Seq        uint64
+}
+
+// ApplyProbe applies a CAPABILITIES result. Recovery needs the same
+// current adapter/target mapping, a strictly higher sequence and exactly
+// available; malformed, ambiguous, stale-generation, unknown and
+// unavailable results change nothing.
+func (p *Pool) ApplyProbe(r ProbeResult) {
+	k := providerKey{NodeID: r.NodeID, Generation: r.Generation, ProviderID: r.ProviderID}
+	status := execution.HealthStatus(r.Status)
+	p.mu.Lock()
+	pp, live := p.providers[k]
+	e := p.overlay[k]
+	var obs healthObservation
+	switch {
+	case !status.Valid() || r.Seq == 0:
+		obs = healthObservation{source: "probe", evidence: "unknown", decision: "rejected_ambiguous"}
+	case !live || e == nil || pp.ad.GetInstanceKey() != r.AdapterKey || e.target != r.Target:
+		obs = healthObservation{source: "probe", evidence: string(status), decision: "rejected_binding"}
+	case r.Seq <= e.lastSeq:
+		obs = healthObservation{source: "probe", evidence: string(status), decision: "rejected_stale"}
+	case status == execution.HealthUnknown:
+		e.lastSeq = r.Seq
+		p.backoffLocked(e)
+		obs = healthObservation{source: "probe", evidence: "unknown", decision: "inconclusive"}
+	case status == execution.HealthUnavailable:
+		e.lastSeq = r.Seq
+		p.backoffLocked(e)
+		obs = healthObservation{source: "probe", evidence: "unavailable", decision: "applied"}
+	default:
+		e.lastSeq = r.Seq
+		obs = healthObservation{source: "probe", evidence: "available", decision: "applied"}
+		if e.lowered {
+			e.lowered, e.reason = false, ""
+			obs.from, obs.to, obs.changed = "unavailable", "available", true
+		}
+	}
+	recovered := obs.changed
+	if recovered {
+		p.pumpLocked()
+	}
+	p.mu.Unlock()
+	p.observer.observe(obs)
+	if recovered && p.recovered != nil {
+		p.recovered()
+	}
+}
+
+func (p *Pool) backoffLocked(e *overlayEntry) {
+	e.interval = min(e.interval*2, p.recoveryMax())
+	e.nextProbe = time.Now().Add(e.interval)
+}
+
+func (p *Pool) recoveryInterval() time.Duration {
+	if p.overlayCfg.RecoveryInterval > 0 {
+		return p.overlayCfg.RecoveryInterval
+	}
+	return 5 * time.Second
+}
+
+func (p *Pool) recoveryMax() time.Duration {
+	if p.overlayCfg.RecoveryMaxInterval > 0 {
+		return p.overlayCfg.RecoveryMaxInterval
+	}
+	return 60 * time.Second
+}
+
+// probeTarget is a lowered provider due for a recovery probe.
+type probeTarget struct {
+	key         providerKey
+	instanceKey string
+	target      string
+}
+
+// dueProbes returns lowered providers whose next probe is due, and marks
+// them probed (the next probe waits for a result's backoff).
+func (p *Pool) dueProbes(now time.Time) []probeTarget {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []probeTarget
+	for k, e := range p.overlay {
+		pp, live := p.providers[k]
+		if !e.lowered || !live || now.Before(e.nextProbe) {
+			continue
+		}
+		e.nextProbe = now.Add(e.interval)
+		out = append(out, probeTarget{key: k, instanceKey: pp.ad.GetInstanceKey(), target: e.target})
+	}
+	return out
+}

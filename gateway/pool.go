@@ -1,0 +1,438 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/streamgate"
+	"github.com/iopgw/iop/wire"
+)
+
+// ProviderPoolDispatchRequest asks the pool for a provider. The two
+// recovery hints are request-local selection policy only: they create no
+// retry loop, reserve no slot, change no priority, are never persisted and
+// count nothing. Zero values preserve the normal selection.
+type ProviderPoolDispatchRequest struct {
+	Model string
+	Need  streamgate.Need
+	// AvoidProviderID, when non-empty, prefers any runtime-eligible
+	// alternate over this (edge-owned) provider id.
+	AvoidProviderID string
+	// AllowAvoidedProviderFallback permits the avoided provider when no
+	// alternate exists and it remains runtime eligible.
+	AllowAvoidedProviderFallback bool
+}
+
+// providerKey identifies a provider on one connection.
+type providerKey struct {
+	NodeID     string
+	Generation uint64
+	ProviderID string // the node's provider id
+}
+
+// edgeID is the edge-owned provider id.
+func (k providerKey) edgeID() string { return k.NodeID + "/" + k.ProviderID }
+
+// pooled is one advertised provider on a live connection.
+type pooled struct {
+	key      providerKey
+	ad       *wire.ProviderAdvertisement
+	inFlight int
+	lastUsed uint64
+	priority int
+	disabled bool // configuration health
+}
+
+func (p *pooled) serves(model string) bool {
+	for _, m := range p.ad.GetModels() {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pooled) capacity() int { return int(p.ad.GetCapacity()) }
+
+func (p *pooled) hasSlot() bool { return p.capacity() <= 0 || p.inFlight < p.capacity() }
+
+// Pool is the edge's provider pool: admission, per-model FIFO queues,
+// leases and the runtime health overlay. It is safe for concurrent use.
+type Pool struct {
+	cfgQueue   func(model string) QueueConfig
+	policy     func(providerID string) ProviderPolicy
+	observer   *healthObservability
+	overlayCfg OverlayConfig
+	recovered  func() // called (outside the lock) after a provider recovers
+	metrics    *edgeMetrics
+
+	mu        sync.Mutex // guards the following fields
+	providers map[providerKey]*pooled
+	queues    map[string]*waitQueue
+	overlay   map[providerKey]*overlayEntry
+	useSeq    uint64
+}
+
+// PoolConfig configures a Pool.
+type PoolConfig struct {
+	Queue    func(model string) QueueConfig
+	Policy   func(providerID string) ProviderPolicy
+	Observer *healthObservability
+	Overlay  OverlayConfig
+}
+
+// NewPool returns an empty pool.
+func NewPool(c PoolConfig) *Pool {
+	if c.Queue == nil {
+		c.Queue = func(string) QueueConfig { return QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second} }
+	}
+	if c.Policy == nil {
+		c.Policy = func(string) ProviderPolicy { return ProviderPolicy{} }
+	}
+	return &Pool{cfgQueue: c.Queue, policy: c.Policy, observer: c.Observer, overlayCfg: c.Overlay,
+		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}}
+}
+
+// SetNode replaces the providers of nodeID with those advertised on
+// connection generation gen. Providers and overlay entries of any other
+// generation are dropped: a new connection does not inherit the old
+// overlay.
+func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisement) {
+	p.mu.Lock()
+	old := map[providerKey]*pooled{}
+	for k, pp := range p.providers {
+		if k.NodeID == nodeID {
+			old[k] = pp
+			delete(p.providers, k)
+		}
+	}
+	for k := range p.overlay {
+		if k.NodeID == nodeID && k.Generation != gen {
+			delete(p.overlay, k)
+		}
+	}
+	for _, ad := range ads {
+		k := providerKey{NodeID: nodeID, Generation: gen, ProviderID: ad.GetProviderId()}
+		pol := p.policy(k.edgeID())
+		if pol.ID == "" {
+			pol = p.policy(ad.GetProviderId())
+		}
+		pp := &pooled{key: k, ad: ad, priority: pol.Priority, disabled: pol.Disabled}
+		if prev := old[k]; prev != nil { // a re-advertisement on the same connection
+			pp.inFlight, pp.lastUsed = prev.inFlight, prev.lastUsed
+		}
+		p.providers[k] = pp
+	}
+	p.pumpLocked()
+	p.mu.Unlock()
+}
+
+// RemoveNode drops nodeID's providers, but only those of generation gen:
+// the cleanup of an old connection never removes a newer one.
+func (p *Pool) RemoveNode(nodeID string, gen uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.providers {
+		if k.NodeID == nodeID && k.Generation == gen {
+			delete(p.providers, k)
+		}
+	}
+	for k := range p.overlay {
+		if k.NodeID == nodeID && k.Generation == gen {
+			delete(p.overlay, k)
+		}
+	}
+	p.failUnservableLocked()
+}
+
+// admissibleLocked reports whether a provider may take work, ignoring
+// capacity: configuration-healthy, not lowered by the runtime overlay, and
+// able to do what the request needs.
+func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need) bool {
+	if pp.disabled || !pp.serves(model) {
+		return false
+	}
+	if e := p.overlay[pp.key]; e != nil && e.lowered {
+		return false
+	}
+	if need == streamgate.NeedTunnel && !pp.ad.GetSupportsTunnel() {
+		return false
+	}
+	return true
+}
+
+// eligibleLocked applies the avoidance filter — identically for initial
+// and queued resolution.
+func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
+	var avoided *pooled
+	for _, pp := range p.providers {
+		if !p.admissibleLocked(pp, req.Model, req.Need) {
+			continue
+		}
+		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
+			avoided = pp
+			continue
+		}
+		out = append(out, pp)
+	}
+	if len(out) == 0 && avoided != nil && req.AllowAvoidedProviderFallback {
+		out = append(out, avoided)
+	}
+	return out, avoided != nil
+}
+
+// pickLocked selects among eligible providers with a free slot: the least
+// in-flight relative to capacity, then the higher configured priority,
+// then the least recently used.
+func (p *Pool) pickLocked(cands []*pooled) *pooled {
+	var best *pooled
+	for _, c := range cands {
+		if !c.hasSlot() {
+			continue
+		}
+		if best == nil || better(c, best) {
+			best = c
+		}
+	}
+	return best
+}
+
+func better(a, b *pooled) bool {
+	la, lb := load(a), load(b)
+	if la != lb {
+		return la < lb
+	}
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	return a.lastUsed < b.lastUsed
+}
+
+func load(p *pooled) float64 {
+	if p.capacity() <= 0 {
+		return 0
+	}
+	return float64(p.inFlight) / float64(p.capacity())
+}
+
+// leaseLocked takes a slot on pp.
+func (p *Pool) leaseLocked(pp *pooled, model string) *Lease {
+	pp.inFlight++
+	p.useSeq++
+	pp.lastUsed = p.useSeq
+	ad := pp.ad
+	return &Lease{
+		NodeID: pp.key.NodeID, ConnectionGeneration: pp.key.Generation, ProviderID: pp.key.edgeID(), LocalProviderID: pp.key.ProviderID,
+		Adapter: ad.GetAdapter(), Target: model, InstanceKey: ad.GetInstanceKey(), Model: model,
+		Path: execution.ExecutionPath(ad.GetExecutionPath()), StallTimeout: time.Duration(ad.GetResponseStallTimeoutMs()) * time.Millisecond,
+		SupportsTunnel: ad.GetSupportsTunnel(), SupportsOllamaAPI: ad.GetSupportsOllamaApi(),
+		slot: pp, pool: p,
+	}
+}
+
+// Acquire returns a lease for req, waiting in the model's FIFO queue when
+// every eligible provider is busy. It fails fast with ErrNoProvider when
+// nothing eligible serves the model, and with ErrQueueFull or
+// ErrQueueTimeout when the queue is full or the wait too long. A request
+// cancelled while queued is never sent upstream.
+func (p *Pool) Acquire(ctx context.Context, req ProviderPoolDispatchRequest) (*Lease, error) {
+	p.mu.Lock()
+	cands, _ := p.eligibleLocked(req)
+	if len(cands) == 0 {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("model %q: %w", req.Model, streamgate.ErrNoProvider)
+	}
+	if pp := p.pickLocked(cands); pp != nil {
+		l := p.leaseLocked(pp, req.Model)
+		p.mu.Unlock()
+		return l, nil
+	}
+	qc := p.cfgQueue(req.Model)
+	q := p.queueLocked(req.Model)
+	if len(q.waiters) >= qc.MaxLength {
+		p.mu.Unlock()
+		p.countQueueRejected("full")
+		return nil, streamgate.ErrQueueFull
+	}
+	w := &waiter{req: req, ch: make(chan result, 1)}
+	q.waiters = append(q.waiters, w)
+	p.mu.Unlock()
+	return p.wait(ctx, w, qc.MaxWait)
+}
+
+func (p *Pool) wait(ctx context.Context, w *waiter, maxWait time.Duration) (*Lease, error) {
+	t := time.NewTimer(maxWait)
+	defer t.Stop()
+	select {
+	case r := <-w.ch:
+		return r.lease, r.err
+	case <-ctx.Done():
+		p.abandon(w)
+		return nil, ctx.Err()
+	case <-t.C:
+		if p.abandon(w) {
+			p.countQueueRejected("timeout")
+			return nil, streamgate.ErrQueueTimeout
+		}
+		r := <-w.ch // assigned while timing out: use it
+		return r.lease, r.err
+	}
+}
+
+// abandon removes a waiter; if it was assigned meanwhile, the lease goes
+// back. It reports whether the waiter was still queued.
+func (p *Pool) abandon(w *waiter) bool {
+	p.mu.Lock()
+	q := p.queues[w.req.Model]
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			p.mu.Unlock()
+			return true
+		}
+	}
+	p.mu.Unlock()
+	select {
+	case r := <-w.ch:
+		if r.lease != nil {
+			r.lease.Release()
+		}
+	default:
+	}
+	return false
+}
+
+// release returns a lease's slot and re-resolves the queues.
+func (p *Pool) release(l *Lease) {
+	p.mu.Lock()
+	l.slot.inFlight--
+	p.pumpLocked()
+	p.mu.Unlock()
+}
+
+// pumpLocked hands free slots to queued requests in FIFO order per model,
+// each with its own avoidance filter; a waiter nothing can ever serve
+// fails with ErrNoProvider.
+func (p *Pool) pumpLocked() {
+	for _, q := range p.queues {
+		kept := q.waiters[:0]
+		for _, w := range q.waiters {
+			cands, _ := p.eligibleLocked(w.req)
+			if len(cands) == 0 {
+				w.ch <- result{err: streamgate.ErrNoProvider}
+				continue
+			}
+			if pp := p.pickLocked(cands); pp != nil {
+				w.ch <- result{lease: p.leaseLocked(pp, w.req.Model)}
+				continue
+			}
+			kept = append(kept, w)
+		}
+		q.waiters = kept
+	}
+}
+
+func (p *Pool) failUnservableLocked() { p.pumpLocked() }
+
+func (p *Pool) queueLocked(model string) *waitQueue {
+	q := p.queues[model]
+	if q == nil {
+		q = &waitQueue{}
+		p.queues[model] = q
+	}
+	return q
+}
+
+type waitQueue struct{ waiters []*waiter }
+
+type waiter struct {
+	req ProviderPoolDispatchRequest
+	ch  chan result
+}
+
+type result struct {
+	lease *Lease
+	err   error
+}
+
+// Candidates reports who could serve req now, ignoring capacity.
+func (p *Pool) Candidates(req ProviderPoolDispatchRequest) streamgate.Candidates {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	alt := 0
+	avoided := false
+	for _, pp := range p.providers {
+		if !p.admissibleLocked(pp, req.Model, req.Need) {
+			continue
+		}
+		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
+			avoided = true
+			continue
+		}
+		alt++
+	}
+	return streamgate.Candidates{Alternates: alt, AvoidedOnly: alt == 0 && avoided}
+}
+
+// Models returns the models served by admissible providers, sorted.
+func (p *Pool) Models() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]bool{}
+	for _, pp := range p.providers {
+		for _, m := range pp.ad.GetModels() {
+			if !seen[m] && p.admissibleLocked(pp, m, streamgate.NeedAny) {
+				seen[m] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for m := range seen {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Known reports whether any provider (admissible or not) serves model.
+func (p *Pool) Known(model string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pp := range p.providers {
+		if pp.serves(model) {
+			return true
+		}
+	}
+	return false
+}
+
+// InUse returns the number of leased slots.
+func (p *Pool) InUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pp := range p.providers {
+		n += pp.inFlight
+	}
+	return n
+}
+
+// QueueDepth returns the number of requests waiting for model.
+func (p *Pool) QueueDepth(model string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q := p.queues[model]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+func (p *Pool) countQueueRejected(reason string) {
+	if p.metrics != nil {
+		p.metrics.queueRejected.WithLabelValues(reason).Inc()
+	}
+}

@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/iopgw/iop/codec/ollama"
+	"github.com/iopgw/iop/codec/openai"
+)
+
+// newEcho builds the public HTTP surface.
+func (g *Gateway) newEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = g.httpError
+	e.Use(g.recoverPanics, g.observe, g.authenticate)
+
+	e.POST("/v1/chat/completions", g.chatCompletions)
+	e.POST("/v1/responses", g.responses)
+	e.POST("/v1/embeddings", g.tunnelOnly("/v1/embeddings"))
+	e.POST("/v1/completions", g.tunnelOnly("/v1/completions"))
+	e.GET("/v1/models", g.listModels)
+	e.GET("/v1/models/:model", g.getModel)
+
+	e.GET("/", g.ollamaRoot)
+	e.HEAD("/", g.ollamaRoot)
+	e.GET("/api/version", g.ollamaVersion)
+	e.HEAD("/api/version", g.ollamaVersion)
+	e.GET("/api/tags", g.ollamaTags)
+	e.HEAD("/api/tags", g.ollamaTags)
+	e.GET("/api/ps", g.ollamaPS)
+	e.POST("/api/show", g.ollamaShow)
+	e.POST("/api/chat", g.ollamaChat)
+	e.POST("/api/generate", g.ollamaGenerate)
+
+	return e
+}
+
+// isOllamaPath reports whether a path answers in Ollama's error shape.
+func isOllamaPath(p string) bool { return strings.HasPrefix(p, "/api/") || p == "/" }
+
+// writeError writes a gateway-originated error in the surface's shape.
+func writeError(c echo.Context, e *openai.Error) error {
+	if isOllamaPath(c.Request().URL.Path) {
+		return c.JSONBlob(e.Status, (&ollama.Error{Status: e.Status, Message: e.Message}).Body())
+	}
+	return c.JSONBlob(e.Status, e.Body())
+}
+
+// httpError renders echo's errors (unknown route, wrong method, panics)
+// in the surface's native shape.
+func (g *Gateway) httpError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	status := http.StatusInternalServerError
+	msg := "The server had an error while processing your request."
+	if errors.As(err, &he) {
+		status = he.Code
+		switch status {
+		case http.StatusNotFound:
+			msg = fmt.Sprintf("Invalid URL (%s %s)", c.Request().Method, clipID(c.Request().URL.Path))
+		case http.StatusMethodNotAllowed:
+			msg = fmt.Sprintf("Method %s is not allowed for %s", c.Request().Method, clipID(c.Request().URL.Path))
+		default:
+			msg = http.StatusText(status)
+		}
+	}
+	typ := openai.TypeInvalidRequest
+	if status >= 500 {
+		typ = openai.TypeServer
+	}
+	_ = writeError(c, &openai.Error{Status: status, Type: typ, Message: msg})
+}
+
+// recoverPanics turns a handler panic into a 500 in the native shape; the
+// log line carries the stack but never the request. http.ErrAbortHandler
+// (a deliberate abort) passes through.
+func (g *Gateway) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				g.log.Error("handler panic", slog.String("route", c.Path()), slog.String("stack", string(debug.Stack())))
+				if !c.Response().Committed {
+					err = writeError(c, &openai.Error{Status: http.StatusInternalServerError, Type: openai.TypeServer,
+						Message: "The server had an error while processing your request."})
+				}
+			}
+		}()
+		return next(c)
+	}
+}
+
+// observe counts requests by route and status class.
+func (g *Gateway) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		code := c.Response().Status
+		if err != nil {
+			var he *echo.HTTPError
+			if errors.As(err, &he) {
+				code = he.Code
+			}
+		}
+		g.metrics.requests.WithLabelValues(route, strconv.Itoa(code/100)+"xx").Inc()
+		return err
+	}
+}
+
+// authenticate enforces client API keys on the API routes.
+func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p := c.Request().URL.Path
+		if p == "/openapi.yaml" {
+			return next(c)
+		}
+		switch g.auth.check(c.Request()) {
+		case authOK:
+			return next(c)
+		case authThrottled:
+			g.metrics.authFailures.Inc()
+			c.Response().Header().Set("Retry-After", "60")
+			return writeError(c, &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "rate_limit_exceeded",
+				Message: "Too many failed authentication attempts from this address. Retry in a minute."})
+		case authQueryKey:
+			g.metrics.authFailures.Inc()
+			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
+				Message: "API keys are not accepted in the query string. Send them in the Authorization header."})
+		case authMissing:
+			g.metrics.authFailures.Inc()
+			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
+				Message: "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."})
+		default:
+			g.metrics.authFailures.Inc()
+			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
+				Message: "Incorrect API key provided."})
+		}
+	}
+}
+
+// readBody reads a request body within the size limit and the body read
+// deadline: 413 beyond the limit, 400 for a body that stalls or breaks.
+func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
+	r := c.Request()
+	rc := http.NewResponseController(c.Response().Writer)
+	if d := g.cfg.Limits.BodyReadTimeout; d > 0 {
+		_ = rc.SetReadDeadline(time.Now().Add(d))
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, g.cfg.Limits.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
+				Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", g.cfg.Limits.MaxBodyBytes)}
+		}
+		return nil, openai.InvalidRequest("", "The request body could not be read.")
+	}
+	return body, nil
+}
+
+func (g *Gateway) limits() openai.Limits {
+	return openai.Limits{MaxDepth: g.cfg.Limits.MaxDepth, MaxMessages: g.cfg.Limits.MaxMessages}
+}

@@ -1,0 +1,57 @@
+package gateway
+
+import "sort"
+
+// ProviderSnapshot is one provider as GET /admin/providers shows it.
+type ProviderSnapshot struct {
+	NodeID               string   `json:"node_id"`
+	ConnectionGeneration uint64   `json:"connection_generation"`
+	ProviderID           string   `json:"provider_id"`
+	LocalProviderID      string   `json:"node_provider_id"`
+	Adapter              string   `json:"adapter"`
+	Target               string   `json:"target"`
+	Models               []string `json:"models"`
+	ExecutionPath        string   `json:"execution_path"`
+	ConfiguredCapacity   int      `json:"configured_capacity"`
+	EffectiveCapacity    int      `json:"effective_capacity"`
+	InFlight             int      `json:"in_flight"`
+	QueueDepth           int      `json:"queue_depth"`
+	Status               string   `json:"status"` // available, unavailable
+	Health               string   `json:"health"` // available, unavailable, unknown
+	OverlayReason        string   `json:"overlay_reason,omitempty"`
+	LastObservationSeq   uint64   `json:"last_observation_seq"`
+}
+
+// Snapshot projects every provider: a provider lowered by the runtime
+// overlay (or disabled by configuration) is unavailable with effective
+// capacity 0; a recovered one is available with its configured capacity.
+func (p *Pool) Snapshot() []ProviderSnapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]ProviderSnapshot, 0, len(p.providers))
+	for k, pp := range p.providers {
+		s := ProviderSnapshot{
+			NodeID: k.NodeID, ConnectionGeneration: k.Generation, ProviderID: k.edgeID(), LocalProviderID: k.ProviderID,
+			Adapter: pp.ad.GetAdapter(), Target: pp.ad.GetTarget(), Models: pp.ad.GetModels(), ExecutionPath: pp.ad.GetExecutionPath(),
+			ConfiguredCapacity: pp.capacity(), EffectiveCapacity: pp.capacity(), InFlight: pp.inFlight,
+			Status: "available", Health: "available",
+		}
+		for _, m := range pp.ad.GetModels() {
+			if q := p.queues[m]; q != nil {
+				s.QueueDepth += len(q.waiters)
+			}
+		}
+		if e := p.overlay[k]; e != nil {
+			s.LastObservationSeq = e.lastSeq
+			if e.lowered {
+				s.Status, s.Health, s.OverlayReason, s.EffectiveCapacity = "unavailable", "unavailable", e.reason, 0
+			}
+		}
+		if pp.disabled {
+			s.Status, s.EffectiveCapacity, s.OverlayReason = "unavailable", 0, "disabled_by_configuration"
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })
+	return out
+}

@@ -1,0 +1,180 @@
+package streamgate
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/iopgw/iop/codec/openai"
+)
+
+// next decides what follows an attempt's outcome: another attempt (dreq
+// updated, true) or the end of the request (the terminal written, false).
+func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
+	switch o.kind {
+	case outSuccess:
+		return false
+	case outCancelled:
+		clientCancelledTotal.Inc()
+		return false
+	case outStall:
+		return rt.stallCycle(ctx, o, dreq)
+	case outFiltered:
+		rt.fail(ctx, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: "content_filter",
+			Message: "The response was blocked by the gateway's content filter."}, &o)
+		return false
+	}
+	return rt.failover(ctx, o, dreq)
+}
+
+// stallCycle is one liveness recovery cycle: decide eligibility for exact
+// replay, record it, and either re-admit through the pool (avoiding the
+// stalled provider) or end the request with a typed terminal.
+func (rt *runtime) stallCycle(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
+	state := rt.resp.State()
+	cand := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, AvoidProviderID: o.providerID,
+		AllowAvoidedProviderFallback: o.health == "available"})
+	eligibility := rt.stallEligibility(ctx, o, state, cand)
+	// The contract's recovery rows carry provider_health=unknown: health
+	// lives in this request-local state, not in the observation.
+	rt.obs.eligibility(o.path, "unknown", state, eligibility)
+	if eligibility != EligibilityEligible {
+		rt.obs.result(o.path, "unknown", state, ResultTerminal)
+		rt.fail(ctx, stalledError(), &o)
+		return false
+	}
+	rt.cyclePending, rt.cyclePath = true, o.path
+	replaysTotal.WithLabelValues(ReasonPreCommitStall).Inc()
+	dreq.AvoidProviderID = o.providerID
+	dreq.AllowAvoidedProviderFallback = o.health == "available"
+	return true
+}
+
+// stallEligibility applies the gate to a stall, in the contract's
+// vocabulary. It takes a budget slot when eligible.
+func (rt *runtime) stallEligibility(ctx context.Context, o outcome, state CommitState, cand Candidates) string {
+	switch {
+	case state != TransportUncommitted:
+		return EligibilityPostCommit
+	case ctx.Err() != nil:
+		return EligibilityCallerCancelled
+	case rt.sawToolCall || rt.req.SideEffects:
+		return EligibilityToolSideEffect
+	case !o.confirmed && o.fenceSeen:
+		return EligibilityUnconfirmedFence
+	case !o.confirmed:
+		return EligibilityNoOwner
+	case rt.req.Snapshot == nil:
+		return EligibilityOther
+	case cand.Alternates == 0 && cand.AvoidedOnly && o.health != "available":
+		return EligibilitySameProviderForbidden
+	case cand.Alternates == 0 && !cand.AvoidedOnly:
+		return EligibilityNoCandidate
+	}
+	if !rt.takeBudget() {
+		return EligibilityBudgetExhausted
+	}
+	return EligibilityEligible
+}
+
+// takeBudget takes one replay from the per-request cap and the shared
+// budget.
+func (rt *runtime) takeBudget() bool {
+	if rt.attempts >= rt.cfg.MaxAttempts {
+		budgetExhaustedTotal.Inc()
+		return false
+	}
+	release, ok := rt.cfg.Budget.TryAcquire()
+	if !ok {
+		budgetExhaustedTotal.Inc()
+		return false
+	}
+	rt.releaseBudget = release
+	return true
+}
+
+// failover handles pre-commit upstream failures: connection loss, 5xx,
+// 429 (Retry-After honoured within bounds) and abnormal ends move to
+// another provider (or the same, or a fallback model) after a jittered
+// backoff, under the same gate and budget as a stall replay. 4xx answers
+// are final and consume no budget; context_length_exceeded may move to a
+// fallback model, never the same one.
+func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
+	reason, retryable := failoverReason(o)
+	if o.kind == outUpstream && o.upstream != nil && o.upstream.Code == "context_length_exceeded" && len(rt.models) > 0 {
+		reason, retryable = ReasonContextLength, true
+	}
+	gate := ReplayGate{
+		Committed:  rt.resp.State() != TransportUncommitted,
+		Cancelled:  ctx.Err() != nil,
+		SideEffect: rt.sawToolCall || rt.req.SideEffects,
+	}
+	if !retryable || gate.Committed || gate.Cancelled || gate.SideEffect || rt.req.Snapshot == nil {
+		rt.fail(ctx, nil, &o)
+		return false
+	}
+	if gate.BudgetAvailable = rt.takeBudget(); !gate.Allows() {
+		rt.fail(ctx, budgetError(), &o)
+		return false
+	}
+	wait := rt.backoff(rt.attempts)
+	if o.upstream != nil && o.upstream.RetryAfterMS > 0 {
+		ra := time.Duration(o.upstream.RetryAfterMS) * time.Millisecond
+		if ra > rt.cfg.MaxRetryAfter {
+			rt.endBudget()
+			rt.fail(ctx, nil, &o)
+			return false
+		}
+		wait = max(wait, ra)
+	}
+	alternates := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, AvoidProviderID: o.providerID}).Alternates
+	switch {
+	case reason == ReasonContextLength:
+		if !rt.fallback(dreq) {
+			rt.endBudget()
+			rt.fail(ctx, nil, &o)
+			return false
+		}
+	case alternates == 0 && rt.fallback(dreq):
+		// The next model of the fallback chain.
+	default:
+		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, true
+	}
+	replaysTotal.WithLabelValues(reason).Inc()
+	if !rt.sleep(ctx, wait) {
+		clientCancelledTotal.Inc()
+		return false
+	}
+	return true
+}
+
+// failoverReason classifies an outcome for failover.
+func failoverReason(o outcome) (string, bool) {
+	switch o.kind {
+	case outTransport:
+		if o.code == "provider_unavailable" {
+			return ReasonUnavailable, true
+		}
+		return ReasonTransport, o.code != "response_stalled"
+	case outAbnormal:
+		return ReasonAbnormalEnd, true
+	case outUpstream:
+		switch s := o.upstream.Status; {
+		case s == http.StatusTooManyRequests:
+			return ReasonUpstream429, true
+		case s >= 500:
+			return ReasonUpstream5xx, true
+		}
+	}
+	return "", false
+}
+
+func stalledError() *openai.Error {
+	return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeUpstream, Code: "response_stalled",
+		Message: "The provider stopped producing output and the request could not be replayed."}
+}
+
+func budgetError() *openai.Error {
+	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "retry_budget_exhausted",
+		Message: "The provider failed and the gateway's retry budget is exhausted. Please retry later."}
+}

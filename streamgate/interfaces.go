@@ -1,0 +1,135 @@
+package streamgate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// Kind says what an attempt produces.
+type Kind int
+
+// The attempt kinds.
+const (
+	// KindEvents: normalized runtime events, rendered by the adapter.
+	KindEvents Kind = iota
+	// KindFrames: tunnel frames whose bytes go to the client unchanged.
+	KindFrames
+)
+
+// Item is one thing an attempt produced: an event or a frame.
+type Item struct {
+	Event *execution.RunEvent
+	Frame *execution.ProviderTunnelFrame
+}
+
+// Attempt is one dispatched attempt: a leased provider working on the
+// request. Recv and Close may be called from different goroutines; Recv
+// from one goroutine at a time.
+type Attempt interface {
+	Kind() Kind
+	// ProviderID is the edge-owned identity of the leased provider.
+	ProviderID() string
+	// Model is the model the attempt runs (a fallback may differ from the
+	// request's).
+	Model() string
+	// StallTimeout is the provider's effective stall timeout.
+	StallTimeout() time.Duration
+	// Recv returns the next item. After a terminal item it returns
+	// io.EOF. A transport failure (node lost) is an error.
+	Recv() (Item, error)
+	// Close ends the attempt: an attempt without a terminal is cancelled
+	// on its node; the lease is released exactly once. Idempotent.
+	Close()
+}
+
+// Need is what the dispatched provider must support.
+type Need int
+
+// The needs.
+const (
+	NeedAny         Need = iota // events or tunnel
+	NeedTunnel                  // only tunnel-capable providers (embeddings)
+	NeedOllamaAware             // prefers native Ollama for /api routes
+)
+
+// Work is what an attempt should do; the dispatcher picks the form the
+// leased provider's path takes.
+type Work struct {
+	// Run is the normalized request; nil when the endpoint has none.
+	Run *execution.RunRequest
+	// Tunnel is the OpenAI-compatible HTTP request; nil when not tunnelable.
+	Tunnel *execution.ProviderTunnelRequest
+	// Native is the native Ollama request, for providers that speak it.
+	Native *execution.CommandRequest
+}
+
+// DispatchRequest asks for one attempt.
+type DispatchRequest struct {
+	Model string
+	Need  Need
+	Work  Work
+	// AvoidProviderID asks the pool to prefer any runtime-eligible
+	// alternate over this provider (selection policy only).
+	AvoidProviderID string
+	// AllowAvoidedProviderFallback permits the avoided provider when no
+	// alternate exists and it remains runtime eligible.
+	AllowAvoidedProviderFallback bool
+}
+
+// Candidates describes who could serve a dispatch right now, ignoring
+// capacity.
+type Candidates struct {
+	Alternates  int  // eligible providers other than the avoided one
+	AvoidedOnly bool // the avoided provider is eligible (and alone)
+}
+
+// Dispatcher admits and starts attempts.
+type Dispatcher interface {
+	// Dispatch waits for admission (the pool's queue), leases a provider
+	// and starts the work on it.
+	Dispatch(ctx context.Context, req DispatchRequest) (Attempt, error)
+	// Candidates reports who could serve req, for the replay decision.
+	Candidates(req DispatchRequest) Candidates
+}
+
+// Dispatch errors the runtime distinguishes (the dispatcher wraps them).
+var (
+	// ErrNoProvider: nothing serves the model.
+	ErrNoProvider = errors.New("no provider serves the model")
+	// ErrQueueFull: the model's queue is full.
+	ErrQueueFull = errors.New("queue full")
+	// ErrQueueTimeout: the request waited too long for a slot.
+	ErrQueueTimeout = errors.New("queue wait exceeded")
+	// ErrDispatchFailed: the leased provider's node could not be reached.
+	ErrDispatchFailed = errors.New("dispatch failed")
+)
+
+// Clock is the runtime's time source.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a stoppable, resettable timer.
+type Timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                            { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// Handoff metadata keys the gateway sets on a validated stall terminal.
+const (
+	MetadataKeyProviderID      = "provider_id"
+	MetadataKeyRecoveryHandoff = "recovery_handoff"
+	RecoveryHandoffConfirmed   = "confirmed"
+)

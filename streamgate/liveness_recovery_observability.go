@@ -1,0 +1,136 @@
+package streamgate
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Recovery observation vocabulary (contract: "Edge OpenAI recovery
+// observations"). Every label value is one of these closed sets.
+const (
+	EligibilityEligible              = "eligible"
+	EligibilityNoOwner               = "no_owner"
+	EligibilityPostCommit            = "post_commit"
+	EligibilityUnconfirmedFence      = "unconfirmed_fence"
+	EligibilityCallerCancelled       = "caller_cancelled"
+	EligibilityToolSideEffect        = "tool_side_effect"
+	EligibilityBudgetExhausted       = "budget_exhausted"
+	EligibilityNoCandidate           = "no_candidate"
+	EligibilitySameProviderForbidden = "same_provider_forbidden"
+	EligibilityOther                 = "other"
+
+	ResultRedispatched   = "redispatched"
+	ResultPlanRejected   = "plan_rejected"
+	ResultAbortFailed    = "abort_failed"
+	ResultRebuildFailed  = "rebuild_failed"
+	ResultDispatchFailed = "dispatch_failed"
+	ResultNotSelected    = "not_selected"
+	ResultTerminal       = "terminal"
+	ResultOther          = "other"
+
+	PhaseIdle            = "idle"
+	PhaseEligiblePending = "eligible_pending"
+)
+
+var (
+	eligibilities = set(EligibilityEligible, EligibilityNoOwner, EligibilityPostCommit, EligibilityUnconfirmedFence,
+		EligibilityCallerCancelled, EligibilityToolSideEffect, EligibilityBudgetExhausted, EligibilityNoCandidate,
+		EligibilitySameProviderForbidden, EligibilityOther)
+	results = set(ResultRedispatched, ResultPlanRejected, ResultAbortFailed, ResultRebuildFailed, ResultDispatchFailed,
+		ResultNotSelected, ResultTerminal, ResultOther)
+	paths       = set("normalized", "provider_tunnel", "unknown")
+	healths     = set("available", "unavailable", "unknown")
+	commitState = set(string(TransportUncommitted), string(StreamOpen), string(TerminalCommitted), "unknown")
+)
+
+func set(vs ...string) map[string]bool {
+	m := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+func closed(m map[string]bool, v, fallback string) string {
+	if m[v] {
+		return v
+	}
+	return fallback
+}
+
+// The process-global collectors, registered once at package init on the
+// default registry; the gateway serves prometheus.DefaultGatherer.
+var (
+	recoveryEligibility = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_liveness_recovery_eligibility_total",
+		Help: "Recovery eligibility decisions per liveness cycle.",
+	}, []string{"execution_path", "provider_health", "commit_state", "eligibility"})
+	recoveryResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_liveness_recovery_results_total",
+		Help: "Final recovery results; at most one per liveness cycle.",
+	}, []string{"execution_path", "provider_health", "recovery_result"})
+)
+
+func init() {
+	prometheus.MustRegister(recoveryEligibility, recoveryResults)
+}
+
+// recoveryObserver is the request-local wrapper around the process-global
+// collectors: one fresh observer per request. It tracks the cycle phase —
+// idle until an eligible decision, eligible_pending until the cycle's one
+// result — and writes the edge_liveness_recovery_observation record. It
+// carries no identifier of any kind.
+type recoveryObserver struct {
+	log   *slog.Logger
+	phase string
+}
+
+func newRecoveryObserver(log *slog.Logger) *recoveryObserver {
+	return &recoveryObserver{log: log, phase: PhaseIdle}
+}
+
+// Phase reports the cycle phase.
+func (o *recoveryObserver) Phase() string { return o.phase }
+
+// eligibility records one eligibility decision. A second decision while
+// eligible_pending records no metric row (it belongs to the open cycle).
+func (o *recoveryObserver) eligibility(path, health string, state CommitState, eligibility string) {
+	path, health = closed(paths, path, "unknown"), closed(healths, health, "unknown")
+	cs := closed(commitState, string(state), "unknown")
+	eligibility = closed(eligibilities, eligibility, EligibilityOther)
+	if o.phase == PhaseEligiblePending {
+		o.record(path, health, cs, "", "")
+		return
+	}
+	recoveryEligibility.WithLabelValues(path, health, cs, eligibility).Inc()
+	o.record(path, health, cs, eligibility, "")
+	if eligibility == EligibilityEligible {
+		o.phase = PhaseEligiblePending
+	}
+}
+
+// result records the cycle's final result; only the first result of a
+// cycle records a metric row. The cycle then returns to idle.
+func (o *recoveryObserver) result(path, health string, state CommitState, result string) {
+	path, health = closed(paths, path, "unknown"), closed(healths, health, "unknown")
+	result = closed(results, result, ResultOther)
+	recoveryResults.WithLabelValues(path, health, result).Inc()
+	o.record(path, health, closed(commitState, string(state), "unknown"), "", result)
+	o.phase = PhaseIdle
+}
+
+func (o *recoveryObserver) record(path, health, cs, eligibility, result string) {
+	if o.log == nil {
+		return
+	}
+	o.log.LogAttrs(context.Background(), slog.LevelInfo, "edge_liveness_recovery_observation",
+		slog.String("phase", o.phase),
+		slog.String("execution_path", path),
+		slog.String("provider_health", health),
+		slog.String("commit_state", cs),
+		slog.String("eligibility", eligibility),
+		slog.String("recovery_result", result),
+	)
+}

@@ -1,0 +1,43 @@
+package streamgate
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Replay and attempt counters (process-global, registered once). Labels
+// are closed sets; no identifier is ever a label.
+var (
+	replaysTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_replays_total",
+		Help: "Attempts dispatched again for a request before its first byte, by reason.",
+	}, []string{"reason"})
+	budgetExhaustedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "iop_edge_retry_budget_exhausted_total",
+		Help: "Replays or failovers refused because the shared retry budget or the per-request attempt cap was used up.",
+	})
+	attemptsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_attempts_total",
+		Help: "Attempts by how they ended.",
+	}, []string{"outcome"})
+	clientCancelledTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "iop_edge_client_cancelled_total",
+		Help: "Requests the client abandoned before their terminal.",
+	})
+	terminalsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_typed_terminals_total",
+		Help: "Requests that ended with a gateway-typed error, by commit state and code.",
+	}, []string{"commit_state", "code"})
+)
+
+// The replay reasons.
+const (
+	ReasonPreCommitStall = "pre_commit_stall"
+	ReasonUpstream5xx    = "upstream_5xx"
+	ReasonUpstream429    = "upstream_429"
+	ReasonTransport      = "transport"
+	ReasonUnavailable    = "provider_unavailable"
+	ReasonAbnormalEnd    = "abnormal_end"
+	ReasonContextLength  = "context_length_fallback"
+)
+
+func init() {
+	prometheus.MustRegister(replaysTotal, budgetExhaustedTotal, attemptsTotal, clientCancelledTotal, terminalsTotal)
+}

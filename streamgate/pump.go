@@ -1,0 +1,326 @@
+package streamgate
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// outKind is how an attempt ended.
+type outKind int
+
+const (
+	outSuccess   outKind = iota // the terminal was written
+	outCancelled                // the client went away
+	outStall                    // response_stalled terminal from the node
+	outUpstream                 // the upstream answered an error
+	outTransport                // the node link failed or went silent
+	outAbnormal                 // the stream ended abnormally (cut, malformed)
+	outFiltered                 // the semantic filter blocked the output
+)
+
+func (k outKind) String() string {
+	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered"}[k]
+}
+
+// outcome is an attempt's end, with what the next decision needs.
+type outcome struct {
+	kind       outKind
+	providerID string
+	path       string
+	// stall handoff
+	confirmed bool   // recovery_handoff=confirmed
+	fenceSeen bool   // the node's fence metadata was present
+	health    string // available, unavailable, unknown
+	// upstream answer
+	upstream *execution.UpstreamError
+	// tunnel: the upstream's error response, to pass through verbatim
+	errHead http.Header
+	errBody []byte
+	// the failure code, for abnormal ends
+	code string
+}
+
+// attemptRun is the per-attempt state of pump.
+type attemptRun struct {
+	rt     *runtime
+	att    Attempt
+	enc    encoder
+	tun    *tunnelState
+	silent atomic.Bool
+	hold   Timer
+}
+
+// pump streams one attempt to the client until it ends.
+func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
+	ar := &attemptRun{rt: rt, att: att}
+	rt.cur = ar
+	if att.Kind() == KindEvents {
+		ar.enc = newEncoder(rt.req, att.Model())
+		if rt.req.Stream {
+			rt.resp.setHead(http.StatusOK, rt.head(ar.enc.contentType()))
+		}
+	} else {
+		ar.tun = newTunnelState(rt.req.Surface)
+	}
+	backstop := rt.cfg.Clock.AfterFunc(att.StallTimeout()+rt.cfg.BackstopMargin, func() {
+		ar.silent.Store(true)
+		att.Close()
+	})
+	defer backstop.Stop()
+	defer ar.stopHold()
+	for {
+		it, err := att.Recv()
+		if err != nil {
+			return ar.broken(ctx, err)
+		}
+		backstop.Reset(att.StallTimeout() + rt.cfg.BackstopMargin)
+		var out *outcome
+		if it.Event != nil {
+			out = ar.event(*it.Event)
+		} else if it.Frame != nil {
+			out = ar.frame(*it.Frame)
+		}
+		if out != nil {
+			out.providerID, out.path = att.ProviderID(), pathOf(att.Kind())
+			if out.kind != outSuccess {
+				ar.stopHold()
+				rt.resp.discardHeld()
+			}
+			return *out
+		}
+	}
+}
+
+// broken is the outcome of a Recv error: the client left, the edge
+// backstop fired, or the node link failed.
+func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
+	ar.stopHold()
+	ar.rt.resp.discardHeld()
+	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), code: "upstream_error"}
+	switch {
+	case ctx.Err() != nil:
+		o.kind = outCancelled
+	case errors.Is(err, io.EOF):
+		o.kind, o.code = outAbnormal, "upstream_error"
+	case ar.silent.Load():
+		o.kind, o.code = outTransport, "response_stalled"
+	default:
+		o.kind = outTransport
+	}
+	return o
+}
+
+// out sends rendered bytes to the client, through the commit hold when
+// one is configured and the response is not committed yet.
+func (ar *attemptRun) out(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	rt := ar.rt
+	h := rt.cfg.Hold
+	if !h.enabled() || rt.resp.State() != TransportUncommitted {
+		return rt.resp.write(p)
+	}
+	rt.resp.hold(p)
+	if h.MaxEvents > 0 && rt.resp.heldEvents() >= h.MaxEvents {
+		ar.stopHold()
+		return rt.resp.release()
+	}
+	if ar.hold == nil && h.MaxDelay > 0 {
+		ar.hold = rt.cfg.Clock.AfterFunc(h.MaxDelay, func() { _ = rt.resp.release() })
+	}
+	return nil
+}
+
+func (ar *attemptRun) stopHold() {
+	if ar.hold != nil {
+		ar.hold.Stop()
+		ar.hold = nil
+	}
+}
+
+// finishOut releases held output and writes the last bytes.
+func (ar *attemptRun) finishOut(p []byte) error {
+	ar.stopHold()
+	if err := ar.rt.resp.release(); err != nil {
+		return err
+	}
+	return ar.rt.resp.write(p)
+}
+
+// event handles one normalized event; non-nil when the attempt ended.
+func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
+	rt := ar.rt
+	switch ev.Type {
+	case execution.EventTypeDelta, execution.EventTypeMessage:
+		if len(ev.ToolCalls) > 0 {
+			rt.sawToolCall = true
+		}
+		if rt.cfg.Filter.enabled() {
+			var blocked bool
+			if ev, blocked = rt.cfg.Filter.apply(ev); blocked {
+				return &outcome{kind: outFiltered, code: "content_filter"}
+			}
+		}
+		if err := ar.out(ar.enc.event(ev)); err != nil {
+			return &outcome{kind: outCancelled}
+		}
+	case execution.EventTypeStart, execution.EventTypeUsage:
+		ar.enc.event(ev)
+	case execution.EventTypeComplete:
+		return ar.complete(ev)
+	case execution.EventTypeError, execution.EventTypeCancelled:
+		o := failureOutcome(ev.Failure)
+		return &o
+	}
+	return nil
+}
+
+// complete writes the successful end of a normalized attempt.
+func (ar *attemptRun) complete(ev execution.RunEvent) *outcome {
+	rt := ar.rt
+	var err error
+	if rt.req.Stream {
+		err = ar.finishOut(ar.enc.event(ev))
+	} else {
+		err = rt.resp.respond(http.StatusOK, rt.head(ar.enc.contentType()), ar.enc.body(ev))
+	}
+	if err != nil {
+		return &outcome{kind: outCancelled}
+	}
+	rt.resp.terminal()
+	return &outcome{kind: outSuccess}
+}
+
+// failureOutcome classifies a typed failure from an error event or frame.
+func failureOutcome(f *execution.ExecutionFailure) outcome {
+	if f == nil {
+		return outcome{kind: outAbnormal, code: "upstream_error"}
+	}
+	switch f.Code {
+	case execution.FailureCodeResponseStalled:
+		md := f.Metadata
+		_, fence := md[execution.MetadataKeyAttemptFence]
+		return outcome{kind: outStall, code: string(execution.FailureCodeResponseStalled),
+			confirmed: md[MetadataKeyRecoveryHandoff] == RecoveryHandoffConfirmed, fenceSeen: fence,
+			health: string(execution.NormalizeHealthStatus(md[execution.MetadataKeyProviderHealth]))}
+	case execution.FailureCodeUpstreamError:
+		if f.Upstream != nil && f.Upstream.Status >= 400 {
+			return outcome{kind: outUpstream, upstream: f.Upstream, code: "upstream_error"}
+		}
+		return outcome{kind: outAbnormal, upstream: f.Upstream, code: "upstream_error"}
+	case execution.FailureCodeProviderNotFound, execution.FailureCodeProviderUnavailable:
+		return outcome{kind: outTransport, code: "provider_unavailable"}
+	}
+	return outcome{kind: outAbnormal, code: "upstream_error"}
+}
+
+// tunnelState is the per-attempt state of a tunnelled response.
+type tunnelState struct {
+	surface Surface
+	mode    int // tunnelHead, tunnelError, tunnelBuffer, tunnelStream
+	status  int
+	header  http.Header
+	buf     []byte
+	seq     *seqTracker
+}
+
+const (
+	tunnelHead = iota
+	tunnelError
+	tunnelBuffer
+	tunnelStream
+)
+
+// maxTunnelBuffer bounds a buffered (non-streaming or error) tunnel body;
+// past it the body streams through, committed.
+const maxTunnelBuffer = 8 << 20
+
+func newTunnelState(s Surface) *tunnelState { return &tunnelState{surface: s, seq: &seqTracker{}} }
+
+// frame handles one tunnel frame; non-nil when the attempt ended.
+func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
+	t, rt := ar.tun, ar.rt
+	switch f.Type {
+	case execution.FrameTypeResponseStart:
+		t.status, t.header = f.Status, http.Header(f.Header)
+		switch {
+		case f.Status >= 400:
+			t.mode = tunnelError
+		case isStreamingType(t.header.Get("Content-Type")):
+			t.mode = tunnelStream
+			rt.resp.setHead(f.Status, t.header)
+		default:
+			t.mode = tunnelBuffer
+			rt.resp.setHead(f.Status, t.header)
+		}
+	case execution.FrameTypeBody:
+		return ar.tunnelBody(f.Body)
+	case execution.FrameTypeEnd:
+		return ar.tunnelEnd()
+	case execution.FrameTypeError:
+		o := failureOutcome(f.Failure)
+		return &o
+	}
+	return nil
+}
+
+func isStreamingType(ct string) bool {
+	ct = strings.ToLower(ct)
+	return strings.Contains(ct, "event-stream") || strings.Contains(ct, "ndjson")
+}
+
+func (ar *attemptRun) tunnelBody(p []byte) *outcome {
+	t, rt := ar.tun, ar.rt
+	switch t.mode {
+	case tunnelError, tunnelBuffer:
+		t.buf = append(t.buf, p...)
+		if len(t.buf) <= maxTunnelBuffer {
+			return nil
+		}
+		if t.mode == tunnelError {
+			// An error body this large is not an error body we can retry on.
+			rt.resp.setHead(t.status, t.header)
+		}
+		t.mode, p, t.buf = tunnelStream, t.buf, nil
+	case tunnelHead:
+		return &outcome{kind: outAbnormal, code: "upstream_error"}
+	}
+	if t.surface == SurfaceResponses {
+		t.seq.observe(p)
+	}
+	if err := ar.out(p); err != nil {
+		return &outcome{kind: outCancelled}
+	}
+	return nil
+}
+
+func (ar *attemptRun) tunnelEnd() *outcome {
+	t, rt := ar.tun, ar.rt
+	switch t.mode {
+	case tunnelError:
+		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf, code: "upstream_error"}
+	case tunnelBuffer:
+		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
+			return &outcome{kind: outCancelled}
+		}
+	case tunnelStream:
+		if err := ar.finishOut(nil); err != nil {
+			return &outcome{kind: outCancelled}
+		}
+		if rt.resp.State() == TransportUncommitted {
+			// A streaming answer with an empty body: send its head.
+			_ = rt.resp.respond(t.status, t.header, nil)
+		}
+	default:
+		return &outcome{kind: outAbnormal, code: "upstream_error"}
+	}
+	rt.resp.terminal()
+	return &outcome{kind: outSuccess}
+}

@@ -1,0 +1,190 @@
+package streamgate
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// CommitState is how far a response has gone to the client.
+type CommitState string
+
+// The commit states. A response is transport_uncommitted until the first
+// byte of a JSON body or SSE data event is written: the status line and
+// headers are held until then, so an uncommitted request can still be
+// replayed or answered with an error status.
+const (
+	TransportUncommitted CommitState = "transport_uncommitted"
+	StreamOpen           CommitState = "stream_open"
+	TerminalCommitted    CommitState = "terminal_committed"
+)
+
+// responder owns the client side of one response: held status and
+// headers, the commit point, per-write deadlines, and the optional commit
+// hold. It is safe for use by the runtime and its hold timer.
+type responder struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+
+	mu        sync.Mutex // guards the following fields
+	state     CommitState
+	status    int
+	header    http.Header
+	held      []byte // commit hold: output not yet released
+	heldCount int
+	lastTail  [2]byte // the last two bytes written, for clean-boundary checks
+	written   int64
+	failed    error // a write failed: the client is gone or too slow
+}
+
+func newResponder(w http.ResponseWriter, writeTimeout time.Duration) *responder {
+	return &responder{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, state: TransportUncommitted, header: http.Header{}}
+}
+
+// State reports the commit state.
+func (r *responder) State() CommitState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// setHead sets the status and headers to send at commit, replacing any
+// earlier attempt's. It is a no-op after commit.
+func (r *responder) setHead(status int, h http.Header) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != TransportUncommitted {
+		return
+	}
+	r.status, r.header = status, h
+}
+
+// write sends p, committing the response on the first byte. It flushes,
+// under a per-write deadline so a client that stops reading is cut off.
+func (r *responder) write(p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writeLocked(p)
+}
+
+func (r *responder) writeLocked(p []byte) error {
+	if r.failed != nil {
+		return r.failed
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	if r.state == TransportUncommitted {
+		dst := r.w.Header()
+		for k, v := range r.header {
+			dst[k] = v
+		}
+		if r.status == 0 {
+			r.status = http.StatusOK
+		}
+		r.w.WriteHeader(r.status)
+		r.state = StreamOpen
+	}
+	if r.writeTimeout > 0 {
+		if err := r.rc.SetWriteDeadline(time.Now().Add(r.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			r.failed = err
+			return err
+		}
+	}
+	n, err := r.w.Write(p)
+	r.written += int64(n)
+	if n >= 2 {
+		r.lastTail = [2]byte{p[n-2], p[n-1]}
+	} else if n == 1 {
+		r.lastTail = [2]byte{r.lastTail[1], p[0]}
+	}
+	if err == nil {
+		err = r.rc.Flush()
+	}
+	if err != nil {
+		r.failed = err
+	}
+	return err
+}
+
+// hold buffers p instead of writing it while a commit hold is active.
+func (r *responder) hold(p []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = append(r.held, p...)
+	r.heldCount++
+}
+
+// release writes held output (committing) and ends the hold.
+func (r *responder) release() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.held
+	r.held, r.heldCount = nil, 0
+	return r.writeLocked(p)
+}
+
+// discardHeld drops held output of a failed attempt.
+func (r *responder) discardHeld() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held, r.heldCount = nil, 0
+}
+
+func (r *responder) heldEvents() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.heldCount
+}
+
+// endsOn reports whether the output so far ends with suffix (1 or 2
+// bytes), i.e. on an event boundary.
+func (r *responder) endsOn(suffix string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == 0 {
+		return true
+	}
+	if len(suffix) == 1 {
+		return r.lastTail[1] == suffix[0]
+	}
+	return r.lastTail[0] == suffix[0] && r.lastTail[1] == suffix[1]
+}
+
+// terminal marks the response complete.
+func (r *responder) terminal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == StreamOpen {
+		r.state = TerminalCommitted
+	}
+}
+
+// respond writes a complete response (status, headers, body) when nothing
+// was committed yet, and marks it terminal.
+func (r *responder) respond(status int, h http.Header, body []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != TransportUncommitted {
+		return errors.New("response already committed")
+	}
+	r.status, r.header = status, h
+	r.held = nil
+	if len(body) == 0 {
+		for k, v := range h {
+			r.w.Header()[k] = v
+		}
+		r.w.WriteHeader(status)
+		r.state = TerminalCommitted
+		return nil
+	}
+	err := r.writeLocked(body)
+	r.state = TerminalCommitted
+	return err
+}
+
+// abort ends the client connection abruptly: the only honest end when
+// not even a typed error can be written.
+func abort() { panic(http.ErrAbortHandler) }

@@ -1,0 +1,255 @@
+package streamgate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
+)
+
+// Config is shared by every request's runtime.
+type Config struct {
+	Dispatcher Dispatcher
+	Budget     *Budget
+	Clock      Clock        // default RealClock
+	Log        *slog.Logger // default discard
+	// MaxAttempts bounds attempts per request (first + replays); default 3.
+	MaxAttempts int
+	// WriteTimeout bounds each write to the client; a client that stops
+	// reading is cut off and its upstream cancelled. Default 60s.
+	WriteTimeout time.Duration
+	// Hold keeps output back before commit, widening the replay window at
+	// the cost of time to first token. Zero values disable it.
+	Hold HoldConfig
+	// BackoffBase and BackoffMax shape failover backoff; defaults 100ms, 2s.
+	BackoffBase, BackoffMax time.Duration
+	// MaxRetryAfter is the longest upstream Retry-After honoured before a
+	// failover; longer ones are passed to the client. Default 5s.
+	MaxRetryAfter time.Duration
+	// BackstopMargin is how long past a provider's stall timeout the edge
+	// waits on a silent attempt before ending it itself. Default 15s.
+	BackstopMargin time.Duration
+	// Filter is the semantic filter; nil or disabled passes everything.
+	Filter *Filter
+}
+
+// HoldConfig configures the commit hold.
+type HoldConfig struct {
+	MaxDelay  time.Duration // release held output this long after the first
+	MaxEvents int           // or once this many events are held
+}
+
+func (h HoldConfig) enabled() bool { return h.MaxDelay > 0 || h.MaxEvents > 0 }
+
+// WithDefaults returns c with defaults filled.
+func (c Config) WithDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = RealClock
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 3
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = 100 * time.Millisecond
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 2 * time.Second
+	}
+	if c.MaxRetryAfter <= 0 {
+		c.MaxRetryAfter = 5 * time.Second
+	}
+	if c.BackstopMargin <= 0 {
+		c.BackstopMargin = 15 * time.Second
+	}
+	if c.Budget == nil {
+		c.Budget = NewBudget(BudgetConfig{}, c.Clock)
+	}
+	return c
+}
+
+// Request is one client request as the runtime needs it.
+type Request struct {
+	Surface Surface
+	Stream  bool
+	Model   string
+	// Fallbacks are the models to try, in order, when Model cannot answer.
+	Fallbacks []string
+	Need      Need
+	Work      Work
+	// Snapshot is the request body retained for replay; nil when it was
+	// larger than the configured snapshot size (then nothing is replayed).
+	Snapshot []byte
+	// SideEffects marks requests asking for server-executed tools.
+	SideEffects  bool
+	IncludeUsage bool
+	Echo         openai.ResponseEcho
+	// RequestID is the gateway's id for the request, sent as X-Request-Id
+	// on responses the gateway renders itself.
+	RequestID string
+	// RebuildForModel returns Work for another model (fallbacks); nil
+	// when the request cannot be rebuilt.
+	RebuildForModel func(model string) (Work, error)
+}
+
+// Serve runs one request to its end, writing the response to w.
+func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) {
+	rt := &runtime{cfg: cfg, req: req, resp: newResponder(w, cfg.WriteTimeout), obs: newRecoveryObserver(cfg.Log)}
+	end := cfg.Budget.Begin()
+	defer end()
+	rt.run(ctx)
+}
+
+// runtime is one request's state. Not safe for concurrent use (the hold
+// timer only touches the responder, which is).
+type runtime struct {
+	cfg  *Config
+	req  *Request
+	resp *responder
+	obs  *recoveryObserver
+
+	attempts      int
+	models        []string // remaining fallback models
+	sawToolCall   bool
+	releaseBudget func()
+	cyclePending  bool        // a stall recovery cycle awaits its result
+	cyclePath     string      // its execution path
+	cur           *attemptRun // the latest attempt (the one that committed, if any)
+}
+
+func (rt *runtime) run(ctx context.Context) {
+	rt.models = append([]string(nil), rt.req.Fallbacks...)
+	dreq := DispatchRequest{Model: rt.req.Model, Need: rt.req.Need, Work: rt.req.Work}
+	defer rt.endBudget()
+	for {
+		att, err := rt.dispatch(ctx, &dreq)
+		if err != nil {
+			rt.dispatchFailed(ctx, err)
+			return
+		}
+		rt.attempts++
+		out := rt.pump(ctx, att)
+		att.Close()
+		rt.endBudget()
+		attemptsTotal.WithLabelValues(out.kind.String()).Inc()
+		if !rt.next(ctx, out, &dreq) {
+			return
+		}
+	}
+}
+
+// dispatch gets an attempt, moving to fallback models while the current
+// one has no provider.
+func (rt *runtime) dispatch(ctx context.Context, dreq *DispatchRequest) (Attempt, error) {
+	for {
+		att, err := rt.cfg.Dispatcher.Dispatch(ctx, *dreq)
+		if err == nil {
+			rt.cycleResult(ResultRedispatched)
+			return att, nil
+		}
+		if !errors.Is(err, ErrNoProvider) || !rt.fallback(dreq) {
+			return nil, err
+		}
+	}
+}
+
+// fallback moves dreq to the next fallback model; false when none is left
+// or the request cannot be rebuilt for it.
+func (rt *runtime) fallback(dreq *DispatchRequest) bool {
+	for len(rt.models) > 0 && rt.req.RebuildForModel != nil {
+		model := rt.models[0]
+		rt.models = rt.models[1:]
+		work, err := rt.req.RebuildForModel(model)
+		if err != nil {
+			continue
+		}
+		dreq.Model, dreq.Work = model, work
+		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = "", false
+		return true
+	}
+	return false
+}
+
+func (rt *runtime) endBudget() {
+	if rt.releaseBudget != nil {
+		rt.releaseBudget()
+		rt.releaseBudget = nil
+	}
+}
+
+// cycleResult resolves an open stall-recovery cycle.
+func (rt *runtime) cycleResult(result string) {
+	if !rt.cyclePending {
+		return
+	}
+	rt.cyclePending = false
+	rt.obs.result(rt.cyclePath, "unknown", rt.resp.State(), result)
+}
+
+// dispatchFailed answers a request that could not get (another) attempt.
+func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
+	switch {
+	case ctx.Err() != nil:
+		rt.cycleResult(ResultNotSelected)
+		clientCancelledTotal.Inc()
+		return
+	case errors.Is(err, ErrNoProvider):
+		rt.cycleResult(ResultNotSelected)
+	default:
+		rt.cycleResult(ResultDispatchFailed)
+	}
+	rt.fail(ctx, dispatchError(err), nil)
+}
+
+// dispatchError maps a dispatch failure to the client's error.
+func dispatchError(err error) *openai.Error {
+	switch {
+	case errors.Is(err, ErrQueueFull), errors.Is(err, ErrQueueTimeout):
+		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "queue_full",
+			Message: "All providers for this model are busy; the request could not be queued. Please retry shortly."}
+	case errors.Is(err, ErrNoProvider):
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "no_provider_available",
+			Message: "No provider is currently available for this model."}
+	}
+	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_unavailable",
+		Message: "The provider could not be reached."}
+}
+
+// backoff is the jittered delay before failover attempt n (1-based).
+func (rt *runtime) backoff(n int) time.Duration {
+	d := rt.cfg.BackoffBase << max(0, n-1)
+	if d > rt.cfg.BackoffMax || d <= 0 {
+		d = rt.cfg.BackoffMax
+	}
+	return time.Duration(float64(d) * (0.5 + rand.Float64()/2))
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func (rt *runtime) sleep(ctx context.Context, d time.Duration) bool {
+	done := make(chan struct{})
+	t := rt.cfg.Clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func pathOf(k Kind) string {
+	if k == KindFrames {
+		return string(execution.ExecutionPathProviderTunnel)
+	}
+	return string(execution.ExecutionPathNormalized)
+}

@@ -1,0 +1,135 @@
+package streamgate
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/internal/httphdr"
+)
+
+// fail ends the request with a typed error. Before commit that is an
+// error response: e, or — when e is nil — the outcome's own (the
+// upstream's error answer passed through unchanged, 504 response_stalled
+// for a stall, 502 otherwise). After commit it is the surface's in-band
+// terminal, preceded by a blank line when the cut fell mid-event; where no
+// in-band terminal exists the connection is aborted. Never a tidy end.
+func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
+	if ctx.Err() != nil {
+		clientCancelledTotal.Inc()
+		return
+	}
+	switch rt.resp.State() {
+	case TerminalCommitted:
+		return
+	case TransportUncommitted:
+		rt.failUncommitted(e, o)
+		return
+	}
+	code, typ, msg := inBand(e, o)
+	terminalsTotal.WithLabelValues(string(StreamOpen), closedCode(code)).Inc()
+	var b []byte
+	boundary := "\n\n"
+	if ar := rt.cur; ar != nil && ar.enc != nil {
+		b = ar.enc.typedError(code, typ, msg)
+		if rt.req.Surface.IsOllama() {
+			boundary = "\n"
+		}
+	} else if ar != nil && ar.tun != nil {
+		ct := ar.tun.header.Get("Content-Type")
+		b = tunnelTypedError(rt.req.Surface, ct, ar.tun.seq, code, typ, msg)
+		if isNDJSON(ct) {
+			boundary = "\n"
+		}
+	}
+	if b == nil {
+		abort()
+	}
+	if !rt.resp.endsOn(boundary) {
+		b = append([]byte(boundary), b...)
+	}
+	if err := rt.resp.write(b); err != nil {
+		abort()
+	}
+	rt.resp.terminal()
+}
+
+func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
+	if e == nil && o != nil && o.errBody != nil {
+		// The upstream's own error answer, verbatim.
+		terminalsTotal.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()
+		_ = rt.resp.respond(o.upstream.Status, httphdr.FromUpstream(o.errHead), o.errBody)
+		return
+	}
+	if e == nil {
+		e = outcomeError(o)
+	}
+	terminalsTotal.WithLabelValues(string(TransportUncommitted), closedCode(e.Code)).Inc()
+	h, body := errorResponse(rt.req.Surface, e)
+	if rt.req.RequestID != "" {
+		h.Set("X-Request-Id", rt.req.RequestID)
+	}
+	if o != nil && o.upstream != nil && o.upstream.RetryAfterMS > 0 {
+		h.Set("Retry-After", strconv.FormatInt(max(1, o.upstream.RetryAfterMS/1000), 10))
+		h.Set("Retry-After-Ms", strconv.FormatInt(o.upstream.RetryAfterMS, 10))
+	} else if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	_ = rt.resp.respond(e.Status, h, body)
+}
+
+// outcomeError is the pre-commit error response for an outcome.
+func outcomeError(o *outcome) *openai.Error {
+	if o == nil {
+		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_error", Message: "The provider failed."}
+	}
+	switch {
+	case o.kind == outStall || o.code == "response_stalled":
+		return stalledError()
+	case o.kind == outUpstream && o.upstream != nil:
+		u := o.upstream
+		typ := u.Type
+		if typ == "" {
+			typ = openai.TypeUpstream
+		}
+		return &openai.Error{Status: u.Status, Type: typ, Code: u.Code, Param: u.Param, Message: u.Message}
+	}
+	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_error",
+		Message: "The provider's response ended abnormally before it completed."}
+}
+
+// inBand is the code, type and message of an in-band terminal.
+func inBand(e *openai.Error, o *outcome) (code, typ, msg string) {
+	if e != nil {
+		return e.Code, e.Type, e.Message
+	}
+	switch {
+	case o.kind == outStall || o.code == "response_stalled":
+		return "response_stalled", openai.TypeUpstream, "The provider stopped producing output; the response is incomplete."
+	case o.upstream != nil && o.upstream.Message != "":
+		code := o.upstream.Code
+		if code == "" {
+			code = "upstream_error"
+		}
+		return code, openai.TypeUpstream, o.upstream.Message
+	}
+	return "upstream_error", openai.TypeUpstream, "The provider's response ended abnormally; the response is incomplete."
+}
+
+var knownCodes = set("response_stalled", "upstream_error", "queue_full", "no_provider_available", "upstream_unavailable",
+	"retry_budget_exhausted", "content_filter", "context_length_exceeded", "rate_limit_exceeded")
+
+func closedCode(c string) string { return closed(knownCodes, c, "other") }
+
+// head is the header of a response the gateway renders.
+func (rt *runtime) head(contentType string) http.Header {
+	h := http.Header{"Content-Type": {contentType}}
+	if rt.req.RequestID != "" {
+		h.Set("X-Request-Id", rt.req.RequestID)
+	}
+	if rt.req.Stream {
+		h.Set("Cache-Control", "no-cache")
+	}
+	return h
+}
