@@ -44,7 +44,12 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		}
 		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
 	}
-	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}, nil
+	a := &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}
+	// The request ending (client gone) ends the attempt stream, which
+	// cancels the work on the node and its upstream request.
+	// (The registration ends with the request context.)
+	context.AfterFunc(ctx, a.Close)
+	return a, nil
 }
 
 // Candidates implements [streamgate.Dispatcher].

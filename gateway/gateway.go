@@ -21,7 +21,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -32,9 +31,9 @@ import (
 // Options are what a host injects into a Gateway.
 type Options struct {
 	Log *slog.Logger
-	// Registry receives the edge's collectors; nil makes a fresh one (with
-	// Go and process collectors). /metrics serves it together with the
-	// process-global default registry (streamgate's collectors).
+	// Registry receives the edge's collectors; nil makes a fresh one.
+	// /metrics serves it together with the process-global default registry
+	// (Go and process collectors, streamgate's collectors).
 	Registry *prometheus.Registry
 	// Listeners replace the configured addresses (tests, iop dev).
 	HTTPListener, NodeListener, AdminListener net.Listener
@@ -75,7 +74,6 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
-		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	if cfg.EdgeID == "" {
 		cfg.EdgeID, _ = os.Hostname()

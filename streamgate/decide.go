@@ -40,7 +40,11 @@ func (rt *runtime) stallCycle(ctx context.Context, o outcome, dreq *DispatchRequ
 	rt.obs.eligibility(o.path, "unknown", state, eligibility)
 	if eligibility != EligibilityEligible {
 		rt.obs.result(o.path, "unknown", state, ResultTerminal)
-		rt.fail(ctx, stalledError(), &o)
+		e := stalledError()
+		if eligibility == EligibilityBudgetExhausted {
+			e = budgetError()
+		}
+		rt.fail(ctx, e, &o)
 		return false
 	}
 	rt.cyclePending, rt.cyclePath = true, o.path

@@ -1,6 +1,7 @@
 package streamgate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -295,6 +296,9 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 	if t.surface == SurfaceResponses {
 		t.seq.observe(p)
 	}
+	if hasToolCall(p) {
+		rt.sawToolCall = true
+	}
 	if err := ar.out(p); err != nil {
 		return &outcome{kind: outCancelled}
 	}
@@ -323,4 +327,11 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	}
 	rt.resp.terminal()
 	return &outcome{kind: outSuccess}
+}
+
+// hasToolCall reports whether tunnelled bytes carry tool-call output
+// (chat tool_calls deltas, Responses function_call items, Ollama
+// tool_calls): output with side effects outside the gateway's control.
+func hasToolCall(p []byte) bool {
+	return bytes.Contains(p, []byte(`"tool_calls":[`)) || bytes.Contains(p, []byte(`"type":"function_call"`))
 }

@@ -60,6 +60,9 @@ type Wall struct {
 	// Models are listed by /v1/models and /api/tags; unknown models still
 	// answer (the model name is the fault selector).
 	Models []string
+	// Fault, when set, applies to every request whatever its model, so two
+	// walls can serve the same model differently.
+	Fault string
 
 	mu       sync.Mutex // guards the following fields
 	attempts []*Attempt

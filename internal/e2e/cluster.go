@@ -1,0 +1,231 @@
+// Package e2e starts an edge, nodes and fake providers in one process for
+// integration tests: real TCP for the client side (so official SDKs can
+// connect), bufconn or TCP for the node link, and the fault wall as the
+// upstream of the HTTP-speaking providers.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// NodeSpec describes one node of a cluster.
+type NodeSpec struct {
+	ID        string
+	Providers []nodeagent.ProviderConfig
+	// Configure adjusts the node config after defaults.
+	Configure func(*nodeagent.Config)
+}
+
+// Options configure a cluster.
+type Options struct {
+	Nodes []NodeSpec
+	// Gateway adjusts the gateway config after defaults.
+	Gateway func(*gateway.Config)
+	// TCPNodeLink uses real TCP for the node link instead of bufconn.
+	TCPNodeLink bool
+	// WallDelay is the wall's token delay (default 2ms).
+	WallDelay time.Duration
+}
+
+// Cluster is a running edge with nodes.
+type Cluster struct {
+	Gateway  *gateway.Gateway
+	Nodes    map[string]*nodeagent.Agent
+	URL      string // http://host:port of the public API
+	AdminURL string
+	Wall     *wall.Wall
+	WallURL  string
+
+	nodeLis   *bufconn.Listener
+	nodeAddr  string
+	stopEdge  context.CancelFunc
+	edgeDone  chan error
+	nodeStops map[string]context.CancelFunc
+	nodeDone  map[string]chan error
+}
+
+// WallProvider returns a provider config for the cluster's wall.
+func (c *Cluster) WallProvider(id, adapter, path string, models ...string) nodeagent.ProviderConfig {
+	base := c.WallURL
+	if adapter == "openai" {
+		base += "/v1"
+	}
+	return nodeagent.ProviderConfig{ID: id, Adapter: adapter, Path: path, BaseURL: base, Models: models, Capacity: 64}
+}
+
+// AddWall starts another wall (with fault, if non-empty, applied to every
+// request) and returns it with its URL.
+func (c *Cluster) AddWall(t testing.TB, fault string) (*wall.Wall, string) {
+	t.Helper()
+	w := wall.New()
+	w.TokenDelay, w.Fault = c.Wall.TokenDelay, fault
+	ws := httptest.NewServer(w)
+	t.Cleanup(ws.Close)
+	return w, ws.URL
+}
+
+// newCluster starts the default wall.
+func newCluster(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	w := wall.New()
+	w.TokenDelay = opts.WallDelay
+	if w.TokenDelay == 0 {
+		w.TokenDelay = 2 * time.Millisecond
+	}
+	ws := httptest.NewServer(w)
+	t.Cleanup(ws.Close)
+	return &Cluster{Wall: w, WallURL: ws.URL, Nodes: map[string]*nodeagent.Agent{},
+		nodeStops: map[string]context.CancelFunc{}, nodeDone: map[string]chan error{}}
+}
+
+// Start starts an edge and the given nodes, and waits until every node's
+// providers are registered.
+func Start(t testing.TB, opts Options, build func(c *Cluster) []NodeSpec) *Cluster {
+	t.Helper()
+	c := newCluster(t, opts)
+	specs := opts.Nodes
+	if build != nil {
+		specs = append(specs, build(c)...)
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.Listen, cfg.NodeListen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DrainTimeout = 2 * time.Second
+	for _, s := range specs {
+		cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: s.ID, Token: "token-" + s.ID})
+	}
+	if opts.Gateway != nil {
+		opts.Gateway(&cfg)
+	}
+	gopts := gateway.Options{}
+	if !opts.TCPNodeLink {
+		c.nodeLis = bufconn.Listen(1 << 20)
+		gopts.NodeListener = c.nodeLis
+	}
+	g, err := gateway.New(cfg, gopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpLn, nodeLn, adminLn, err := g.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Gateway, c.URL, c.AdminURL, c.nodeAddr = g, "http://"+httpLn.Addr().String(), "http://"+adminLn.Addr().String(), nodeLn.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopEdge, c.edgeDone = cancel, make(chan error, 1)
+	go func() { c.edgeDone <- g.Serve(ctx, httpLn, nodeLn, adminLn) }()
+	t.Cleanup(c.Stop)
+	for _, s := range specs {
+		c.StartNode(t, s)
+	}
+	c.WaitProviders(t, countProviders(specs))
+	return c
+}
+
+func countProviders(specs []NodeSpec) int {
+	n := 0
+	for _, s := range specs {
+		n += len(s.Providers)
+	}
+	return n
+}
+
+// StartNode starts (or restarts) a node agent.
+func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
+	t.Helper()
+	nc := nodeagent.DefaultConfig()
+	nc.NodeID, nc.Token, nc.Metrics.Listen = s.ID, "token-"+s.ID, ""
+	nc.Edges = []nodeagent.EdgeConfig{{Address: c.nodeAddr}}
+	nc.Providers = append([]nodeagent.ProviderConfig(nil), s.Providers...)
+	if s.Configure != nil {
+		s.Configure(&nc)
+	}
+	if err := nc.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	opts := nodeagent.Options{NoMetricsServer: true}
+	if c.nodeLis != nil {
+		opts.Dialer = func(ctx context.Context, _ string) (net.Conn, error) { return c.nodeLis.DialContext(ctx) }
+	}
+	a, err := nodeagent.New(nc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	c.Nodes[s.ID], c.nodeStops[s.ID], c.nodeDone[s.ID] = a, cancel, done
+	return a
+}
+
+// StopNode stops a node agent and waits for it.
+func (c *Cluster) StopNode(id string) {
+	if stop := c.nodeStops[id]; stop != nil {
+		stop()
+		select {
+		case <-c.nodeDone[id]:
+		case <-time.After(10 * time.Second):
+		}
+		delete(c.nodeStops, id)
+	}
+}
+
+// WaitProviders waits until n providers are registered.
+func (c *Cluster) WaitProviders(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.Gateway.Pool().Snapshot()) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d providers registered, want %d", len(c.Gateway.Pool().Snapshot()), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// WaitIdle waits until no lease is held, and fails otherwise.
+func (c *Cluster) WaitIdle(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Gateway.Pool().InUse() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d leases still held", c.Gateway.Pool().InUse())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Stop stops nodes and the edge.
+func (c *Cluster) Stop() {
+	for id := range c.nodeStops {
+		c.StopNode(id)
+	}
+	if c.stopEdge != nil {
+		c.stopEdge()
+		select {
+		case <-c.edgeDone:
+		case <-time.After(10 * time.Second):
+		}
+		c.stopEdge = nil
+	}
+}
+
+// Sim returns a sim provider config.
+func Sim(id string, sim nodeagent.SimConfig) nodeagent.ProviderConfig {
+	if sim.TokenLatency == 0 {
+		sim.TokenLatency = time.Millisecond
+	}
+	return nodeagent.ProviderConfig{ID: id, Adapter: "sim", Models: []string{"iop-sim"}, Capacity: 16, Sim: sim}
+}
+
+// String describes the cluster.
+func (c *Cluster) String() string { return fmt.Sprintf("edge %s, %d nodes", c.URL, len(c.Nodes)) }
