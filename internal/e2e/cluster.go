@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,9 @@ type Cluster struct {
 	edgeDone  chan error
 	nodeStops map[string]context.CancelFunc
 	nodeDone  map[string]chan error
+
+	connMu sync.Mutex
+	conns  map[string][]net.Conn // node id → its link connections
 }
 
 // WallProvider returns a provider config for the cluster's wall.
@@ -85,7 +89,7 @@ func newCluster(t testing.TB, opts Options) *Cluster {
 	}
 	ws := httptest.NewServer(w)
 	t.Cleanup(ws.Close)
-	return &Cluster{Wall: w, WallURL: ws.URL, Nodes: map[string]*nodeagent.Agent{},
+	return &Cluster{Wall: w, WallURL: ws.URL, Nodes: map[string]*nodeagent.Agent{}, conns: map[string][]net.Conn{},
 		nodeStops: map[string]context.CancelFunc{}, nodeDone: map[string]chan error{}}
 }
 
@@ -154,8 +158,20 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 		t.Fatal(err)
 	}
 	opts := nodeagent.Options{NoMetricsServer: true}
-	if c.nodeLis != nil {
-		opts.Dialer = func(ctx context.Context, _ string) (net.Conn, error) { return c.nodeLis.DialContext(ctx) }
+	opts.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
+		var conn net.Conn
+		var err error
+		if c.nodeLis != nil {
+			conn, err = c.nodeLis.DialContext(ctx)
+		} else {
+			conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		}
+		if err == nil {
+			c.connMu.Lock()
+			c.conns[s.ID] = append(c.conns[s.ID], conn)
+			c.connMu.Unlock()
+		}
+		return conn, err
 	}
 	a, err := nodeagent.New(nc, opts)
 	if err != nil {
@@ -166,6 +182,18 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 	go func() { done <- a.Run(ctx) }()
 	c.Nodes[s.ID], c.nodeStops[s.ID], c.nodeDone[s.ID] = a, cancel, done
 	return a
+}
+
+// KillNodeLink closes the node's link connections abruptly, as a node
+// process dying would.
+func (c *Cluster) KillNodeLink(id string) {
+	c.connMu.Lock()
+	conns := c.conns[id]
+	c.conns[id] = nil
+	c.connMu.Unlock()
+	for _, conn := range conns {
+		_ = conn.Close()
+	}
 }
 
 // StopNode stops a node agent and waits for it.

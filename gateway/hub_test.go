@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/iopgw/iop/wire"
+)
+
+type hubEnv struct {
+	hub  *Hub
+	pool *Pool
+	m    *edgeMetrics
+	lis  *bufconn.Listener
+}
+
+func startHub(t *testing.T, nodes ...NodeConfig) *hubEnv {
+	t.Helper()
+	pool := NewPool(PoolConfig{})
+	m := newEdgeMetrics(prometheus.NewRegistry(), pool)
+	h := NewHub(nodes, pool, slog.New(slog.DiscardHandler), m, "edge-test", false)
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(h.ServerOptions(nil)...)
+	wire.RegisterNodeLinkServer(srv, h)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return &hubEnv{hub: h, pool: pool, m: m, lis: lis}
+}
+
+func (e *hubEnv) client(t *testing.T) wire.NodeLinkClient {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return e.lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return wire.NewNodeLinkClient(conn)
+}
+
+func withToken(ctx context.Context, token string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+}
+
+func hello(nodeID string, ads ...*wire.ProviderAdvertisement) *wire.NodeMessage {
+	return &wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: nodeID, Advertisement: &wire.Advertisement{NodeId: nodeID, Providers: ads}}}}
+}
+
+// session opens a session and returns it with its generation.
+func session(t *testing.T, ctx context.Context, c wire.NodeLinkClient, token, nodeID string, ads ...*wire.ProviderAdvertisement) (wire.NodeLink_SessionClient, uint64, error) {
+	t.Helper()
+	st, err := c.Session(withToken(ctx, token))
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := st.Send(hello(nodeID, ads...)); err != nil {
+		return nil, 0, err
+	}
+	m, err := st.Recv()
+	if err != nil {
+		return nil, 0, err
+	}
+	return st, m.GetWelcome().GetConnectionGeneration(), nil
+}
+
+func TestHubAuthentication(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", TokenSHA256: HashToken("secret-1"), Models: []string{"m"}}, NodeConfig{ID: "n2", Token: "secret-2"})
+	c := e.client(t)
+	ctx := context.Background()
+	if _, _, err := session(t, ctx, c, "wrong", "n1"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("wrong token: %v", err)
+	}
+	if _, _, err := session(t, ctx, c, "secret-2", "n1"); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("n2's token claiming n1: %v", err)
+	}
+	if _, _, err := session(t, ctx, c, "secret-1", "n1", ad("p", 1, "forbidden-model")); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("advertising outside the grant: %v", err)
+	}
+	if _, gen, err := session(t, ctx, c, "secret-1", "n1", ad("p", 1, "m")); err != nil || gen == 0 {
+		t.Fatalf("valid session: %v", err)
+	}
+}
+
+// TestReconnectRace is RELIABILITY.md R14: a node reconnects while its
+// old stream is still open; the old stream's close arrives 200 ms later.
+func TestReconnectRace(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	c := e.client(t)
+	ctx1, closeOld := context.WithCancel(context.Background())
+	_, g1, err := session(t, ctx1, c, "tok", "n1", ad("p", 4, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, g2, err := session(t, context.Background(), c, "tok", "n1", ad("p", 4, "m"))
+	if err != nil || g2 <= g1 {
+		t.Fatalf("second session gen %d after %d: %v", g2, g1, err)
+	}
+	snap := e.pool.Snapshot()
+	if len(snap) != 1 || snap[0].ConnectionGeneration != g2 {
+		t.Fatalf("snapshot after reconnect %+v", snap)
+	}
+	// Work goes to the new generation; the old connection trying to take
+	// it is dropped and counted.
+	l, err := e.pool.Acquire(context.Background(), ProviderPoolDispatchRequest{Model: "m"})
+	if err != nil || l.ConnectionGeneration != g2 {
+		t.Fatalf("lease %+v %v", l, err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		_, err := e.hub.open(context.Background(), Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration},
+			&wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: "transport_status"}}})
+		opened <- err
+	}()
+	m, err := st2.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := m.GetDispatch().GetDispatchId()
+	stale, _ := c.Attempt(withToken(context.Background(), "tok"))
+	_ = stale.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{DispatchId: id, ConnectionGeneration: g1}}})
+	if _, err := stale.Recv(); status.Code(err) != codes.NotFound {
+		t.Fatalf("stale-generation open: %v", err)
+	}
+	if got := testutil.ToFloat64(e.m.staleGeneration); got != 1 {
+		t.Fatalf("stale_generation_messages_total %v", got)
+	}
+	good, _ := c.Attempt(withToken(context.Background(), "tok"))
+	_ = good.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{DispatchId: id, ConnectionGeneration: g2}}})
+	if err := <-opened; err != nil {
+		t.Fatalf("current-generation open: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	closeOld() // the old stream's close arrives late
+	time.Sleep(50 * time.Millisecond)
+	nodes := e.hub.Nodes()
+	if len(nodes) != 1 || nodes[0].ConnectionGeneration != g2 {
+		t.Fatalf("registry %+v", nodes)
+	}
+	if snap := e.pool.Snapshot(); len(snap) != 1 || snap[0].ConnectionGeneration != g2 {
+		t.Fatalf("the old cleanup removed the new generation: %+v", snap)
+	}
+	l.Release()
+}

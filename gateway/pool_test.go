@@ -1,0 +1,264 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/iopgw/iop/streamgate"
+	"github.com/iopgw/iop/wire"
+)
+
+func ad(id string, capacity int32, models ...string) *wire.ProviderAdvertisement {
+	return &wire.ProviderAdvertisement{ProviderId: id, Adapter: "sim", Target: models[0], InstanceKey: "sim/" + id, Models: models,
+		Capacity: capacity, ResponseStallTimeoutMs: 300000, ExecutionPath: "normalized", SupportsTunnel: true}
+}
+
+func testPool(maxLen int, maxWait time.Duration) *Pool {
+	return NewPool(PoolConfig{Queue: func(string) QueueConfig { return QueueConfig{MaxLength: maxLen, MaxWait: maxWait} }})
+}
+
+func TestPoolSelectionAndAvoidance(t *testing.T) {
+	p := testPool(8, time.Second)
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 2, "m"), ad("b", 2, "m")})
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		req      ProviderPoolDispatchRequest
+		wantErr  error
+		wantOnly string
+	}{
+		{"zero hints pick any", ProviderPoolDispatchRequest{Model: "m"}, nil, ""},
+		{"avoid a picks b", ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"}, nil, "n1/b"},
+		{"avoid b picks a", ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/b", AllowAvoidedProviderFallback: true}, nil, "n1/a"},
+		{"unknown model", ProviderPoolDispatchRequest{Model: "x"}, streamgate.ErrNoProvider, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := p.Acquire(ctx, tt.req)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			if l == nil {
+				return
+			}
+			defer l.Release()
+			if tt.wantOnly != "" && l.ProviderID != tt.wantOnly {
+				t.Fatalf("picked %s, want %s", l.ProviderID, tt.wantOnly)
+			}
+		})
+	}
+	// Only the avoided provider left: fallback needs explicit permission.
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 2, "m")})
+	if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"}); !errors.Is(err, streamgate.ErrNoProvider) {
+		t.Fatalf("avoided-only without permission: %v", err)
+	}
+	l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a", AllowAvoidedProviderFallback: true})
+	if err != nil || l.ProviderID != "n1/a" {
+		t.Fatalf("avoided-only with permission: %v %v", l, err)
+	}
+	l.Release()
+	if c := p.Candidates(ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"}); c.Alternates != 0 || !c.AvoidedOnly {
+		t.Fatalf("candidates %+v", c)
+	}
+}
+
+func TestPoolLeastLoadedThenPriority(t *testing.T) {
+	p := NewPool(PoolConfig{Policy: func(id string) ProviderPolicy {
+		if id == "n1/b" {
+			return ProviderPolicy{ID: id, Priority: 5}
+		}
+		return ProviderPolicy{}
+	}})
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 4, "m"), ad("b", 4, "m")})
+	l1, _ := p.Acquire(context.Background(), ProviderPoolDispatchRequest{Model: "m"})
+	if l1.ProviderID != "n1/b" {
+		t.Fatalf("equal load: picked %s, want the higher priority", l1.ProviderID)
+	}
+	l2, _ := p.Acquire(context.Background(), ProviderPoolDispatchRequest{Model: "m"})
+	if l2.ProviderID != "n1/a" {
+		t.Fatalf("b busier: picked %s, want a", l2.ProviderID)
+	}
+	l1.Release()
+	l2.Release()
+}
+
+func TestPoolQueueFIFOTimeoutAndCancel(t *testing.T) {
+	p := testPool(2, 300*time.Millisecond)
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
+	ctx := context.Background()
+	held, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			order <- i
+			time.Sleep(10 * time.Millisecond)
+			l.Release()
+		})
+		for p.QueueDepth("m") != i+1 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"}); !errors.Is(err, streamgate.ErrQueueFull) {
+		t.Fatalf("third waiter: %v, want ErrQueueFull", err)
+	}
+	held.Release()
+	wg.Wait()
+	if a, b := <-order, <-order; a != 0 || b != 1 {
+		t.Fatalf("served %d then %d, want FIFO", a, b)
+	}
+	// Timeout.
+	held, _ = p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+	start := time.Now()
+	if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"}); !errors.Is(err, streamgate.ErrQueueTimeout) || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("timeout: %v after %v", err, time.Since(start))
+	}
+	// Cancel while queued: never served, slot not lost.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := p.Acquire(cctx, ProviderPoolDispatchRequest{Model: "m"}); errc <- err }()
+	for p.QueueDepth("m") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	held.Release()
+	if p.InUse() != 0 || p.QueueDepth("m") != 0 {
+		t.Fatalf("in use %d, queued %d", p.InUse(), p.QueueDepth("m"))
+	}
+}
+
+// TestQueuedReResolutionUsesAvoidance: a queued request keeps its
+// avoidance filter when slots free up.
+func TestQueuedReResolutionUsesAvoidance(t *testing.T) {
+	p := testPool(8, 2*time.Second)
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m"), ad("b", 1, "m")})
+	ctx := context.Background()
+	la, _ := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/b"})
+	lb, _ := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+	if la.ProviderID != "n1/a" || lb.ProviderID != "n1/b" {
+		t.Fatal(la.ProviderID, lb.ProviderID)
+	}
+	got := make(chan string, 1)
+	go func() {
+		l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"})
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- l.ProviderID
+		l.Release()
+	}()
+	for p.QueueDepth("m") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	la.Release() // frees the avoided provider: the waiter must not take it
+	select {
+	case id := <-got:
+		t.Fatalf("waiter took %s after the avoided provider freed", id)
+	case <-time.After(50 * time.Millisecond):
+	}
+	lb.Release()
+	if id := <-got; id != "n1/b" {
+		t.Fatalf("waiter got %s", id)
+	}
+}
+
+// TestLeaseProperty drives random interleavings of acquire, release
+// (complete, cancel, error), double release, node loss and reconnection,
+// queue waits and cancellations: in-use slots return to zero, a second
+// release never takes effect, and every started attempt ends exactly once.
+// It runs in fake time, so queue timeouts cost nothing.
+func TestLeaseProperty(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for seed := range uint64(10000) {
+			leasePropertyRun(t, seed)
+		}
+	})
+}
+
+func leasePropertyRun(t *testing.T, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	p := testPool(4, time.Millisecond)
+	gen := uint64(1)
+	p.SetNode("n1", gen, []*wire.ProviderAdvertisement{ad("a", 2, "m"), ad("b", 1, "m")})
+	var live []*Lease
+	started, ended := 0, 0
+	for range 40 {
+		switch op := r.IntN(6); op {
+		case 0, 1:
+			ctx, cancel := context.WithCancel(context.Background())
+			if r.IntN(4) == 0 {
+				cancel()
+			}
+			l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: []string{"", "n1/a"}[r.IntN(2)], AllowAvoidedProviderFallback: r.IntN(2) == 0})
+			cancel()
+			if err == nil {
+				live = append(live, l)
+				started++
+			}
+		case 2, 3:
+			if len(live) > 0 {
+				i := r.IntN(len(live))
+				if !live[i].Release() {
+					t.Fatalf("seed %d: first release refused", seed)
+				}
+				if live[i].Release() {
+					t.Fatalf("seed %d: second release took effect", seed)
+				}
+				live = append(live[:i], live[i+1:]...)
+				ended++
+			}
+		case 4: // node loss and reconnect: old leases still release once
+			p.RemoveNode("n1", gen)
+			gen++
+			p.SetNode("n1", gen, []*wire.ProviderAdvertisement{ad("a", 2, "m"), ad("b", 1, "m")})
+		case 5: // stale cleanup of an older generation is a no-op
+			p.RemoveNode("n1", gen-1)
+		}
+	}
+	for _, l := range live {
+		l.Release()
+		ended++
+	}
+	if started != ended {
+		t.Fatalf("seed %d: %d started, %d ended", seed, started, ended)
+	}
+	if n := p.InUse(); n != 0 {
+		t.Fatalf("seed %d: %d slots still in use", seed, n)
+	}
+	if len(p.Snapshot()) != 2 {
+		t.Fatalf("seed %d: stale cleanup removed the current generation", seed)
+	}
+}
+
+func TestRemoveNodeIsGenerationScoped(t *testing.T) {
+	p := testPool(8, time.Second)
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
+	p.SetNode("n1", 2, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
+	p.RemoveNode("n1", 1) // the old connection's late cleanup
+	snap := p.Snapshot()
+	if len(snap) != 1 || snap[0].ConnectionGeneration != 2 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	p.RemoveNode("n1", 2)
+	if len(p.Snapshot()) != 0 {
+		t.Fatal(fmt.Sprint(p.Snapshot()))
+	}
+}
