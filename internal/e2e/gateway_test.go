@@ -243,7 +243,7 @@ func TestOllamaSurface(t *testing.T) {
 	// Non-streaming.
 	resp = post(t, c.URL+"/api/chat", `{"model":"iop-sim","stream":false,"messages":[{"role":"user","content":"hi"}]}`)
 	var one struct {
-		Done    bool `json:"done"`
+		Done    bool                     `json:"done"`
 		Message struct{ Content string } `json:"message"`
 	}
 	if err := json.Unmarshal([]byte(readAll(t, resp)), &one); err != nil || !one.Done || one.Message.Content == "" {

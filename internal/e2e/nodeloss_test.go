@@ -29,9 +29,8 @@ func TestNodeLossTerminals(t *testing.T) {
 		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{slow, silent}}, {ID: "node-b", Providers: []nodeagent.ProviderConfig{other, other2}}}
 	})
 	type result struct {
-		sse    sseResult
-		endAt  time.Time
-		killed time.Time
+		sse   sseResult
+		endAt time.Time
 	}
 	const n = 4
 	results := make(chan result, n+1)
@@ -114,4 +113,3 @@ func collect(resp *http.Response) sseResult {
 	}
 	return r
 }
-
