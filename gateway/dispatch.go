@@ -44,12 +44,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		}
 		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
 	}
-	a := &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}
-	// The request ending (client gone) ends the attempt stream, which
-	// cancels the work on the node and its upstream request.
-	// (The registration ends with the request context.)
-	context.AfterFunc(ctx, a.Close)
-	return a, nil
+	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}, nil
 }
 
 // Candidates implements [streamgate.Dispatcher].

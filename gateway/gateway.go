@@ -56,6 +56,8 @@ type Gateway struct {
 	started time.Time
 	echo    *echo.Echo
 
+	drain     context.Context // done when the drain deadline passes
+	drainNow  context.CancelFunc
 	mu        sync.Mutex
 	httpSrv   *http.Server
 	adminSrv  *http.Server
@@ -79,6 +81,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		cfg.EdgeID, _ = os.Hostname()
 	}
 	g := &Gateway{cfg: cfg, opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
+	g.drain, g.drainNow = context.WithCancel(context.Background())
 	g.health = newHealthObservability(g.reg, g.log)
 	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay})
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
@@ -90,7 +93,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	sg := streamgate.Config{
-		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: opts.Clock, Log: g.log, Filter: filter,
+		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
 		Hold:        streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
 		BackoffBase: cfg.StreamGate.BackoffBase, BackoffMax: cfg.StreamGate.BackoffMax, MaxRetryAfter: cfg.StreamGate.MaxRetryAfter,
@@ -284,9 +287,16 @@ func (g *Gateway) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(ctx); err != nil {
-		g.log.Warn("drain deadline passed; closing remaining streams")
-		_ = httpSrv.Close()
+		// Streams still open get a typed terminal, then their connections close.
+		g.log.Warn("drain deadline passed; ending remaining streams with a typed terminal")
+		g.drainNow()
+		fctx, fcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := httpSrv.Shutdown(fctx); err != nil {
+			_ = httpSrv.Close()
+		}
+		fcancel()
 	}
+	g.drainNow()
 	if adminSrv != nil {
 		_ = adminSrv.Close()
 	}

@@ -19,6 +19,10 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 		return false
 	case outStall:
 		return rt.stallCycle(ctx, o, dreq)
+	case outShutdown:
+		rt.fail(ctx, &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "server_shutting_down",
+			Message: "The gateway is shutting down; the response is incomplete. Please retry."}, &o)
+		return false
 	case outFiltered:
 		rt.fail(ctx, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: "content_filter",
 			Message: "The response was blocked by the gateway's content filter."}, &o)

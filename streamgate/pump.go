@@ -23,10 +23,11 @@ const (
 	outTransport                // the node link failed or went silent
 	outAbnormal                 // the stream ended abnormally (cut, malformed)
 	outFiltered                 // the semantic filter blocked the output
+	outShutdown                 // the gateway's drain deadline passed
 )
 
 func (k outKind) String() string {
-	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered"}[k]
+	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered", "shutdown"}[k]
 }
 
 // outcome is an attempt's end, with what the next decision needs.
@@ -49,12 +50,13 @@ type outcome struct {
 
 // attemptRun is the per-attempt state of pump.
 type attemptRun struct {
-	rt     *runtime
-	att    Attempt
-	enc    encoder
-	tun    *tunnelState
-	silent atomic.Bool
-	hold   Timer
+	rt      *runtime
+	att     Attempt
+	enc     encoder
+	tun     *tunnelState
+	silent  atomic.Bool
+	drained atomic.Bool
+	hold    Timer
 }
 
 // pump streams one attempt to the client until it ends.
@@ -74,6 +76,11 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 		att.Close()
 	})
 	defer backstop.Stop()
+	// The client leaving ends the attempt, which cancels it on its node.
+	defer context.AfterFunc(ctx, att.Close)()
+	if d := rt.cfg.Drain; d != nil {
+		defer context.AfterFunc(d, func() { ar.drained.Store(true); att.Close() })()
+	}
 	defer ar.stopHold()
 	for {
 		it, err := att.Recv()
@@ -107,6 +114,8 @@ func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
 	switch {
 	case ctx.Err() != nil:
 		o.kind = outCancelled
+	case ar.drained.Load():
+		o.kind, o.code = outShutdown, "server_shutting_down"
 	case errors.Is(err, io.EOF):
 		o.kind, o.code = outAbnormal, "upstream_error"
 	case ar.silent.Load():

@@ -36,6 +36,9 @@ type Config struct {
 	BackstopMargin time.Duration
 	// Filter is the semantic filter; nil or disabled passes everything.
 	Filter *Filter
+	// Drain, when done, ends every request still streaming with a typed
+	// terminal (the host's shutdown deadline passed).
+	Drain context.Context
 }
 
 // HoldConfig configures the commit hold.

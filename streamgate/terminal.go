@@ -117,7 +117,7 @@ func inBand(e *openai.Error, o *outcome) (code, typ, msg string) {
 	return "upstream_error", openai.TypeUpstream, "The provider's response ended abnormally; the response is incomplete."
 }
 
-var knownCodes = set("response_stalled", "upstream_error", "queue_full", "no_provider_available", "upstream_unavailable",
+var knownCodes = set("response_stalled", "server_shutting_down", "upstream_error", "queue_full", "no_provider_available", "upstream_unavailable",
 	"retry_budget_exhausted", "content_filter", "context_length_exceeded", "rate_limit_exceeded")
 
 func closedCode(c string) string { return closed(knownCodes, c, "other") }

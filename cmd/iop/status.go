@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/iopgw/iop/gateway"
+)
+
+func init() {
+	commands["status"] = command{summary: "show nodes and providers of a running edge (--admin URL)", run: runStatus}
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	admin := fs.String("admin", "http://127.0.0.1:8081", "the edge's admin URL")
+	token := fs.String("token", os.Getenv("IOP_ADMIN_TOKEN"), "admin bearer token (default $IOP_ADMIN_TOKEN)")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	var body struct {
+		Providers []gateway.ProviderSnapshot `json:"providers"`
+	}
+	raw, err := adminGet(ctx, strings.TrimRight(*admin, "/")+"/admin/providers", *token)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return fmt.Errorf("decoding /admin/providers: %w", err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROVIDER\tGEN\tADAPTER\tPATH\tMODELS\tCAPACITY\tIN FLIGHT\tQUEUE\tSTATUS\tHEALTH\tREASON\tSEQ")
+	for _, p := range body.Providers {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\n", p.ProviderID, p.ConnectionGeneration, p.Adapter, p.ExecutionPath,
+			strings.Join(p.Models, ","), p.EffectiveCapacity, p.ConfiguredCapacity, p.InFlight, p.QueueDepth, p.Status, p.Health, dash(p.OverlayReason), p.LastObservationSeq)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func adminGet(ctx context.Context, url, token string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return b, nil
+}
