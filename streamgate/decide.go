@@ -101,27 +101,48 @@ func (rt *runtime) takeBudget() bool {
 	return true
 }
 
-// failover handles pre-commit upstream failures: connection loss, 5xx,
-// 429 (Retry-After honoured within bounds) and abnormal ends move to
-// another provider (or the same, or a fallback model) after a jittered
-// backoff, under the same gate and budget as a stall replay. 4xx answers
-// are final and consume no budget; context_length_exceeded may move to a
-// fallback model, never the same one.
+// failover handles pre-commit failures: a lost node link, a provider that
+// went away, an abnormal upstream end, 5xx and 429 move to another
+// provider of the model — or, when it has none, to its next fallback model
+// — after a jittered backoff (a 429's Retry-After honoured within bounds),
+// under the same gate and budget as a stall replay. The same provider is
+// tried again only after a lost node link or a vanished provider (no HTTP
+// answer was given); an upstream's own 5xx or 429 with nowhere else to go
+// is passed to the client unchanged, whose SDK retries it (retrying here
+// too would multiply attempts). 4xx answers are final and consume no
+// budget; context_length_exceeded may move to a fallback model, never the
+// same one.
 func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
+	rt.lastFail = &o
 	reason, retryable := failoverReason(o)
 	if o.kind == outUpstream && o.upstream != nil && o.upstream.Code == "context_length_exceeded" && len(rt.models) > 0 {
 		reason, retryable = ReasonContextLength, true
 	}
-	gate := ReplayGate{
-		Committed:  rt.resp.State() != TransportUncommitted,
-		Cancelled:  ctx.Err() != nil,
-		SideEffect: rt.sawToolCall || rt.req.SideEffects,
-	}
-	if !retryable || gate.Committed || gate.Cancelled || gate.SideEffect || rt.req.Snapshot == nil {
+	committed := rt.resp.State() != TransportUncommitted
+	if !retryable || committed || ctx.Err() != nil || rt.sawToolCall || rt.req.SideEffects || rt.req.Snapshot == nil {
 		rt.fail(ctx, nil, &o)
 		return false
 	}
-	if gate.BudgetAvailable = rt.takeBudget(); !gate.Allows() {
+	next := *dreq
+	alternates := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, AvoidProviderID: o.providerID}).Alternates
+	sameProviderOK := reason == ReasonTransport || reason == ReasonUnavailable
+	switch {
+	case reason == ReasonContextLength:
+		if !rt.fallback(&next) {
+			rt.fail(ctx, nil, &o)
+			return false
+		}
+	case alternates > 0:
+		next.AvoidProviderID, next.AllowAvoidedProviderFallback = o.providerID, sameProviderOK
+	case rt.fallback(&next):
+		// The model's next fallback.
+	case sameProviderOK:
+		next.AvoidProviderID, next.AllowAvoidedProviderFallback = o.providerID, true
+	default:
+		rt.fail(ctx, nil, &o)
+		return false
+	}
+	if !rt.takeBudget() {
 		rt.fail(ctx, budgetError(), &o)
 		return false
 	}
@@ -135,24 +156,12 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 		}
 		wait = max(wait, ra)
 	}
-	alternates := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, AvoidProviderID: o.providerID}).Alternates
-	switch {
-	case reason == ReasonContextLength:
-		if !rt.fallback(dreq) {
-			rt.endBudget()
-			rt.fail(ctx, nil, &o)
-			return false
-		}
-	case alternates == 0 && rt.fallback(dreq):
-		// The next model of the fallback chain.
-	default:
-		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, true
-	}
 	replaysTotal.WithLabelValues(reason).Inc()
 	if !rt.sleep(ctx, wait) {
 		clientCancelledTotal.Inc()
 		return false
 	}
+	*dreq = next
 	return true
 }
 

@@ -128,6 +128,7 @@ type runtime struct {
 	cyclePending  bool        // a stall recovery cycle awaits its result
 	cyclePath     string      // its execution path
 	cur           *attemptRun // the latest attempt (the one that committed, if any)
+	lastFail      *outcome    // the last failed attempt, answered if no other attempt can start
 }
 
 func (rt *runtime) run(ctx context.Context) {
@@ -210,6 +211,11 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 		rt.cycleResult(ResultNotSelected)
 	default:
 		rt.cycleResult(ResultDispatchFailed)
+	}
+	if rt.lastFail != nil {
+		// Failover found nowhere to go: the client gets the failure itself.
+		rt.fail(ctx, nil, rt.lastFail)
+		return
 	}
 	rt.fail(ctx, dispatchError(err), nil)
 }

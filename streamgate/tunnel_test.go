@@ -136,19 +136,19 @@ func httptestServe(cfg *Config, req *Request) string {
 // two tokens is still uncommitted and replays cleanly.
 func TestCommitHoldWidensReplayWindow(t *testing.T) {
 	d := &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{
-		{provider: "n/a", items: []Item{delta("a1"), delta("a2"), stallItem(true, "available")}},
-		{provider: "n/b", items: []Item{delta("b1"), delta("b2"), delta("b3"), complete()}},
+		{provider: "n/a", items: []Item{delta("<first-1>"), delta("<first-2>"), stallItem(true, "available")}},
+		{provider: "n/b", items: []Item{delta("<second-1>"), delta("<second-2>"), delta("<second-3>"), complete()}},
 	}}
 	cfg := Config{Dispatcher: d, Hold: HoldConfig{MaxEvents: 3, MaxDelay: time.Minute}}.WithDefaults()
 	body := httptestServe(&cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")})
-	if strings.Contains(body, "a1") || !strings.Contains(body, "b1") || !strings.Contains(body, "[DONE]") {
+	if strings.Contains(body, "<first-") || !strings.Contains(body, "<second-1>") || !strings.Contains(body, "[DONE]") {
 		t.Fatalf("body %s", body)
 	}
 	// Without a hold the first token commits and the stall is terminal.
-	d = &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("a1"), stallItem(true, "available")}}}}
+	d = &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("<first-1>"), stallItem(true, "available")}}}}
 	cfg = Config{Dispatcher: d}.WithDefaults()
 	body = httptestServe(&cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")})
-	if !strings.Contains(body, "a1") || !strings.Contains(body, `"code":"response_stalled"`) {
+	if !strings.Contains(body, "<first-1>") || !strings.Contains(body, `"code":"response_stalled"`) {
 		t.Fatalf("body %s", body)
 	}
 }

@@ -104,7 +104,7 @@ func (s *ChatStream) chunk(d deltaWire, finish *string) []byte {
 }
 
 func sseData(v any) []byte {
-	b, _ := json.Marshal(v)
+	b, _ := marshal(v)
 	out := make([]byte, 0, len(b)+8)
 	out = append(out, "data: "...)
 	out = append(out, b...)
@@ -196,7 +196,7 @@ func (s *ChatStream) appendFinish(dst []byte, reason string) []byte {
 	r := s.finishReason(reason)
 	dst = append(dst, s.chunk(deltaWire{}, &r)...)
 	if s.IncludeUsage {
-		u, _ := json.Marshal(CompletionUsage(s.usage))
+		u, _ := marshal(CompletionUsage(s.usage))
 		dst = append(dst, sseData(chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model,
 			Choices: []chunkChoice{}, Usage: u})...)
 	}
@@ -324,7 +324,7 @@ func (a *ChatAccumulator) Body() []byte {
 			finish = "tool_calls"
 		}
 	}
-	b, _ := json.Marshal(completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model,
+	b, _ := marshal(completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: finish}}, Usage: CompletionUsage(a.usage)})
 	return b
 }

@@ -7,7 +7,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 )
@@ -67,7 +66,7 @@ func (e *Error) wire() wireError {
 
 // Body renders {"error":{...}}.
 func (e *Error) Body() []byte {
-	b, _ := json.Marshal(struct {
+	b, _ := marshal(struct {
 		Error wireError `json:"error"`
 	}{e.wire()})
 	return b

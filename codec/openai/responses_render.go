@@ -193,7 +193,7 @@ func (s *ResponsesStream) event(dst []byte, typ string, fields map[string]any) [
 	fields["type"] = typ
 	fields["sequence_number"] = s.seq
 	s.seq++
-	b, _ := json.Marshal(fields)
+	b, _ := marshal(fields)
 	dst = append(dst, "event: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
@@ -367,6 +367,6 @@ func (a *ResponseAccumulator) HasToolCalls() bool {
 // Body renders the final Response JSON.
 func (a *ResponseAccumulator) Body() []byte {
 	status, incomplete := terminalStatus(a.s.r.finish)
-	b, _ := json.Marshal(a.s.r.object(status, nil, incomplete))
+	b, _ := marshal(a.s.r.object(status, nil, incomplete))
 	return b
 }
