@@ -239,6 +239,7 @@ type tunnelState struct {
 	header  http.Header
 	buf     []byte
 	seq     *seqTracker
+	end     endTracker // did the stream carry its own terminal?
 }
 
 const (
@@ -308,6 +309,7 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 	if hasToolCall(p) {
 		rt.sawToolCall = true
 	}
+	t.end.observe(p)
 	if err := ar.out(p); err != nil {
 		return &outcome{kind: outCancelled}
 	}
@@ -324,6 +326,11 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 			return &outcome{kind: outCancelled}
 		}
 	case tunnelStream:
+		if !t.end.seen() && t.status < 300 {
+			// A clean close without the stream's own terminal is a
+			// truncation, never a success.
+			return &outcome{kind: outAbnormal, code: "upstream_error"}
+		}
 		if err := ar.finishOut(nil); err != nil {
 			return &outcome{kind: outCancelled}
 		}

@@ -85,3 +85,33 @@ func tunnelTypedError(s Surface, contentType string, seq *seqTracker, code, typ,
 
 func isSSE(ct string) bool    { return bytes.Contains(bytes.ToLower([]byte(ct)), []byte("event-stream")) }
 func isNDJSON(ct string) bool { return bytes.Contains(bytes.ToLower([]byte(ct)), []byte("ndjson")) }
+
+// endTracker watches tunnelled stream bytes for the stream's own terminal:
+// chat's data: [DONE] or a non-null finish_reason, a Responses terminal
+// event (completed, incomplete, failed, error), or Ollama's "done":true.
+type endTracker struct {
+	found bool
+	tail  []byte
+}
+
+var endMarks = [][]byte{
+	[]byte("data: [DONE]"), []byte(`"finish_reason":"`), []byte(`"type":"response.completed"`), []byte(`"type":"response.incomplete"`),
+	[]byte(`"type":"response.failed"`), []byte("event: error"), []byte(`"done":true`), []byte(`data: {"error":`), []byte(`{"error":"`),
+}
+
+func (e *endTracker) observe(p []byte) {
+	if e.found {
+		return
+	}
+	buf := append(e.tail, p...)
+	for _, m := range endMarks {
+		if bytes.Contains(buf, m) {
+			e.found = true
+			return
+		}
+	}
+	keep := min(len(buf), 32)
+	e.tail = append(e.tail[:0], buf[len(buf)-keep:]...)
+}
+
+func (e *endTracker) seen() bool { return e.found }
