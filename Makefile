@@ -7,7 +7,10 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 BIN         := bin/iop
 
-.PHONY: all build run test fmt-check vet staticcheck lint unit
+.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps
+
+# The JavaScript clients of the conformance suite (pinned by package-lock).
+JS_DIR := conformance/testdata/js
 
 all: build
 
@@ -31,8 +34,14 @@ staticcheck:
 
 lint: fmt-check vet staticcheck
 
-unit:
+unit: js-deps
 	$(GO) test -race -count=1 ./...
+
+js-deps: $(JS_DIR)/node_modules/.installed
+
+$(JS_DIR)/node_modules/.installed: $(JS_DIR)/package-lock.json $(JS_DIR)/package.json
+	npm ci --prefix $(JS_DIR) --no-audit --no-fund
+	touch $@
 
 # Regenerate the node-link protobuf code (committed) with pinned generators.
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12

@@ -311,7 +311,7 @@ func TestContextLengthOneAttempt(t *testing.T) {
 	p := startPair(t, "ctx-length-400", nil, nil)
 	resp := post(t, p.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	b := readAll(t, resp)
-	if resp.StatusCode != 400 || !strings.Contains(b, `"code":"context_length_exceeded"`) || resp.Header.Get("X-Request-Id") != "req_wall_ctx-length-400_1" {
+	if resp.StatusCode != 400 || !strings.Contains(b, `"code":"context_length_exceeded"`) || resp.Header.Get("X-Request-Id") != "req_wall_ctx-length-400" {
 		t.Fatalf("%d %s %v", resp.StatusCode, b, resp.Header)
 	}
 	if len(p.wallA.Attempts()) != 1 || len(p.wallB.Attempts()) != 0 {

@@ -98,7 +98,7 @@ func (x *exchange) route() {
 func (x *exchange) headers(contentType string) {
 	h := x.rw.Header()
 	h.Set("Content-Type", contentType)
-	h.Set("X-Request-Id", fmt.Sprintf("req_wall_%s_%d", x.f.name, x.nth))
+	h.Set("X-Request-Id", "req_wall_"+x.f.name)
 	h.Set("Openai-Processing-Ms", "7")
 	h.Set("Openai-Version", "2020-10-01")
 	h.Set("X-Ratelimit-Limit-Requests", "10000")
