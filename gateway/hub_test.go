@@ -66,7 +66,10 @@ func session(t *testing.T, ctx context.Context, c wire.NodeLinkClient, token, no
 		return nil, 0, err
 	}
 	if err := st.Send(hello(nodeID, ads...)); err != nil {
-		return nil, 0, err
+		// The server may already have refused the stream: its status
+		// comes with Recv.
+		_, rerr := st.Recv()
+		return nil, 0, rerr
 	}
 	m, err := st.Recv()
 	if err != nil {
