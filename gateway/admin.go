@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -13,17 +14,48 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminHandler serves the admin listener: /metrics, /healthz, /readyz and
-// /admin/*. Nothing is registered on http.DefaultServeMux.
+//go:embed status.html
+var statusPage []byte
+
+// route is one admin route.
+type route struct {
+	Method, Path string
+	handler      http.Handler
+}
+
+// AdminRoutes lists the admin listener's routes (the OpenAPI document is
+// checked against this list).
+func (g *Gateway) AdminRoutes() []route {
+	gather := prometheus.Gatherers{prometheus.DefaultGatherer, g.reg}
+	return []route{
+		{"GET", "/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{})},
+		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })},
+		{"GET", "/readyz", http.HandlerFunc(g.readyz)},
+		{"GET", "/admin/providers", http.HandlerFunc(g.adminProviders)},
+		{"GET", "/admin/nodes", http.HandlerFunc(g.adminNodes)},
+		{"GET", "/admin/events", http.HandlerFunc(g.adminEvents)},
+		{"GET", "/status", http.HandlerFunc(g.statusPage)},
+	}
+}
+
+// adminHandler serves the admin listener. Nothing is registered on
+// http.DefaultServeMux.
 func (g *Gateway) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	gather := prometheus.Gatherers{prometheus.DefaultGatherer, g.reg}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", g.readyz)
-	mux.HandleFunc("GET /admin/providers", g.adminProviders)
-	mux.HandleFunc("GET /admin/nodes", g.adminNodes)
+	for _, r := range g.AdminRoutes() {
+		mux.Handle(r.Method+" "+r.Path, r.handler)
+	}
 	return g.adminAuth(mux)
+}
+
+func (g *Gateway) statusPage(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+	_, _ = w.Write(statusPage)
+}
+
+func (g *Gateway) adminEvents(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]any{"events": g.events.recent()})
 }
 
 // adminAuth requires the admin token when one is configured.

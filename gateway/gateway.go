@@ -53,6 +53,7 @@ type Gateway struct {
 	auth    *authenticator
 	metrics *edgeMetrics
 	health  *healthObservability
+	events  *eventLog
 	started time.Time
 	echo    *echo.Echo
 
@@ -83,6 +84,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
 	g.drain, g.drainNow = context.WithCancel(context.Background())
 	g.health = newHealthObservability(g.reg, g.log)
+	g.events = newEventLog()
+	g.health.events = g.events
 	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay})
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
 	g.pool.metrics = g.metrics

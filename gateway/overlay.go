@@ -96,7 +96,7 @@ func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) {
 		return
 	}
 	e.lastSeq = seq
-	obs := healthObservation{source: "stall", evidence: string(health), decision: "applied"}
+	obs := healthObservation{source: "stall", evidence: string(health), decision: "applied", provider: l.ProviderID}
 	switch health {
 	case execution.HealthUnavailable:
 		if !e.lowered {
@@ -157,6 +157,7 @@ func (p *Pool) ApplyProbe(r ProbeResult) {
 			obs.from, obs.to, obs.changed = "unavailable", "available", true
 		}
 	}
+	obs.provider = k.edgeID()
 	recovered := obs.changed
 	if recovered {
 		p.pumpLocked()

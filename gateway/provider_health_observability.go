@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,6 +16,9 @@ type healthObservation struct {
 	decision string // applied, rejected_stale, rejected_binding, rejected_ambiguous, inconclusive
 	from, to string // for a state change: available, unavailable, unknown
 	changed  bool
+	// provider is the edge-owned provider id, for the admin event log
+	// only: it never reaches a metric label or the log record.
+	provider string
 }
 
 var (
@@ -41,6 +45,7 @@ type healthObservability struct {
 	evidence    *prometheus.CounterVec
 	transitions *prometheus.CounterVec
 	log         *slog.Logger
+	events      *eventLog
 	hook        func(healthObservation) // tests
 }
 
@@ -77,6 +82,9 @@ func (o *healthObservability) observe(obs healthObservation) {
 		o.log.LogAttrs(context.Background(), slog.LevelInfo, "edge_provider_health_observation",
 			slog.String("source", src), slog.String("evidence_health", ev), slog.String("decision", dec),
 			slog.String("from_health", from), slog.String("to_health", to), slog.Bool("state_changed", obs.changed))
+	}
+	if o.events != nil {
+		o.events.add(Event{Time: time.Now(), Kind: "health", ProviderID: obs.provider, Source: src, Evidence: ev, Decision: dec, From: from, To: to})
 	}
 	if o.hook != nil {
 		o.hook(obs)

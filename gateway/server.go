@@ -15,6 +15,7 @@ import (
 
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/openapi"
 )
 
 // newEcho builds the public HTTP surface.
@@ -41,6 +42,8 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.POST("/api/show", g.ollamaShow)
 	e.POST("/api/chat", g.ollamaChat)
 	e.POST("/api/generate", g.ollamaGenerate)
+
+	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapi.Spec) })
 
 	return e
 }

@@ -69,6 +69,10 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	return a, nil
 }
 
+// Gatherer returns the registry the agent's metrics are on (nil when the
+// host injected its own Registerer).
+func (a *Agent) Gatherer() prometheus.Gatherer { return a.opts.Gatherer }
+
 // Bridge returns the agent's bridge.
 func (a *Agent) Bridge() *Bridge { return a.bridge }
 

@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+)
+
+// Event is one recent stall, health or recovery observation, for the
+// admin status page. Fields are closed vocabularies plus the edge-owned
+// provider id.
+type Event struct {
+	Time       time.Time `json:"time"`
+	Kind       string    `json:"kind"` // health
+	ProviderID string    `json:"provider_id,omitempty"`
+	Source     string    `json:"source,omitempty"`
+	Evidence   string    `json:"evidence_health,omitempty"`
+	Decision   string    `json:"decision,omitempty"`
+	From       string    `json:"from_health,omitempty"`
+	To         string    `json:"to_health,omitempty"`
+}
+
+// eventLog keeps the last events.
+type eventLog struct {
+	mu     sync.Mutex // guards the following fields
+	events []Event
+	next   int
+	full   bool
+}
+
+const eventLogSize = 64
+
+func newEventLog() *eventLog { return &eventLog{events: make([]Event, eventLogSize)} }
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events[l.next] = e
+	l.next = (l.next + 1) % eventLogSize
+	l.full = l.full || l.next == 0
+}
+
+// recent returns the events, newest first.
+func (l *eventLog) recent() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.next
+	if l.full {
+		n = eventLogSize
+	}
+	out := make([]Event, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, l.events[(l.next-i+eventLogSize)%eventLogSize])
+	}
+	return out
+}
