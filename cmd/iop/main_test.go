@@ -6,11 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/iopgw/iop/internal/konfig"
 )
@@ -48,48 +46,22 @@ func TestMainUsageErrors(t *testing.T) {
 // TestDevServesAndStatusShowsIt runs `iop dev` on free ports, asks it for a
 // chat completion, and reads it back with `iop status`.
 func TestDevServesAndStatusShowsIt(t *testing.T) {
-	cfg := defaultDevConfig()
-	cfg.Gateway.Listen, cfg.Gateway.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Gateway.Log.Level, cfg.Node.Log.Level = "error", "error"
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- runDevConfig(ctx, cfg, out, io.Discard) }()
-	var api, admin string
-	deadline := time.Now().Add(10 * time.Second)
-	for api == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("dev did not start: %q", out.String())
-		}
-		if m := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1 .* admin on (http://\S+)`).FindStringSubmatch(out.String()); m != nil {
-			api, admin = m[1], m[2]
-		}
-		time.Sleep(10 * time.Millisecond)
+	api, admin := startDev(t)
+	resp, err := http.Post(api+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "iop-sim") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 	var status bytes.Buffer
-	for {
-		resp, err := http.Post(api+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`))
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 && strings.Contains(string(b), "iop-sim") {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no answer from iop dev")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	if err := Main(context.Background(), []string{"status", "--admin", admin}, &status, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(status.String(), "dev-node/sim-a") || !strings.Contains(status.String(), "dev-node/sim-b") || !strings.Contains(status.String(), "available") {
 		t.Fatalf("status:\n%s", status.String())
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startDev runs iop dev on free ports and returns its API and admin URLs.
+func startDev(t *testing.T) (api, admin string) {
+	t.Helper()
+	cfg := defaultDevConfig()
+	cfg.Gateway.Listen, cfg.Gateway.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Gateway.Log.Level, cfg.Node.Log.Level = "error", "error"
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- runDevConfig(ctx, cfg, out, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for api == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("dev did not start: %q", out.String())
+		}
+		if m := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1 .* admin on (http://\S+)`).FindStringSubmatch(out.String()); m != nil {
+			api, admin = m[1], m[2]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for {
+		if r, err := http.Get(admin + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return api, admin
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("dev never became ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestExamplesRunAgainstDev runs every program in examples/ against iop dev.
+func TestExamplesRunAgainstDev(t *testing.T) {
+	api, _ := startDev(t)
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	jsModules := filepath.Join(root, "conformance", "testdata", "js", "node_modules")
+	if _, err := os.Stat(jsModules); err != nil {
+		t.Fatal("JavaScript clients are not installed: run make js-deps")
+	}
+	for _, dir := range []string{"node", "ollama"} {
+		link := filepath.Join(root, "examples", dir, "node_modules")
+		_ = os.Remove(link)
+		if err := os.Symlink(jsModules, link); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(link) })
+	}
+	tests := []struct {
+		name string
+		cmd  []string
+		dir  string
+		want []string
+	}{
+		{"curl chat", []string{"sh", "examples/curl/chat.sh"}, root, []string{`"object":"chat.completion"`, "You said: Say hello"}},
+		{"curl chat stream", []string{"sh", "examples/curl/chat-stream.sh"}, root, []string{"data: [DONE]", `"usage":{"prompt_tokens"`}},
+		{"curl responses stream", []string{"sh", "examples/curl/responses-stream.sh"}, root, []string{"event: response.completed"}},
+		{"curl ollama chat", []string{"sh", "examples/curl/ollama-chat.sh"}, root, []string{`"done":true`}},
+		{"openai-go", []string{"go", "run", "./examples/openai-go"}, root, []string{"You said: Say hello", "finish_reason=stop"}},
+		{"node openai", []string{"node", "chat.mjs"}, filepath.Join(root, "examples", "node"), []string{"You said: Say hello", "finish_reason=stop"}},
+		{"ollama-js", []string{"node", "chat.mjs"}, filepath.Join(root, "examples", "ollama"), []string{"models: iop-sim", "done_reason=stop"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, tt.cmd[0], tt.cmd[1:]...)
+			cmd.Dir = tt.dir
+			cmd.Env = append(os.Environ(), "IOP_URL="+api)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Fatalf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
