@@ -1,10 +1,13 @@
 # syntax=docker/dockerfile:1
-# One static image for the edge (iop gateway), the node agent (iop node) and
-# the embedded default (iop dev).
+# One static image for the edge (iop gateway), the node agent (iop node)
+# and the embedded default (iop dev):
+#   docker build -t iop .
+#   docker run -p 8080:8080 iop                     # iop dev
+#   docker run iop gateway --config /etc/iop/gateway.yaml
 
 FROM golang:1.26 AS build
 WORKDIR /src
-COPY go.mod go.sum* ./
+COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
@@ -15,4 +18,4 @@ COPY --from=build /out/iop /usr/local/bin/iop
 USER nonroot:nonroot
 EXPOSE 8080 8081 9090
 ENTRYPOINT ["iop"]
-CMD ["version"]
+CMD ["dev", "--listen", "0.0.0.0:8080"]
