@@ -86,8 +86,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(a.cfg.Edges)+1)
 	for _, e := range a.cfg.Edges {
+		run := a.runEdge
+		if e.Resolve == "dns" {
+			run = a.discoverEdges
+		}
 		wg.Go(func() {
-			if err := a.runEdge(ctx, e); err != nil {
+			if err := run(ctx, e); err != nil {
 				errs <- err
 			}
 		})

@@ -40,6 +40,11 @@ type EdgeConfig struct {
 	Address string `koanf:"address"`
 	// TLS secures the link; disabled means plaintext (loopback only!).
 	TLS TLSConfig `koanf:"tls"`
+	// Resolve "dns" keeps one session per address the host resolves to
+	// (every edge behind a headless Service), refreshed every
+	// ResolveInterval (default 30s). Empty dials Address as given.
+	Resolve         string        `koanf:"resolve"`
+	ResolveInterval time.Duration `koanf:"resolve_interval"`
 }
 
 // TLSConfig configures the node side of a TLS link.
@@ -185,6 +190,9 @@ func (c *Config) Resolve() error {
 	for i, e := range c.Edges {
 		if e.Address == "" {
 			bad(fmt.Sprintf("edges[%d].address", i), "required")
+		}
+		if e.Resolve != "" && e.Resolve != "dns" {
+			bad(fmt.Sprintf("edges[%d].resolve", i), "must be dns or empty")
 		}
 		if (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
 			bad(fmt.Sprintf("edges[%d].tls", i), "cert_file and key_file go together")

@@ -7,12 +7,13 @@ package konfig
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -26,16 +27,28 @@ func EnvKey(name string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "__", ".")
 }
 
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ExpandEnv replaces ${NAME} in a config file with the environment
+// variable NAME (empty when unset), so secrets can stay out of the file.
+// A bare $NAME is left alone (regular expressions use $).
+func ExpandEnv(b []byte) []byte {
+	return envRef.ReplaceAllFunc(b, func(m []byte) []byte {
+		return []byte(os.Getenv(string(envRef.FindSubmatch(m)[1])))
+	})
+}
+
 // Load reads path (if non-empty) and the environment into out, which must
 // be a pointer to a struct with `koanf` tags and its defaults already set.
 func Load(path string, out any) error {
 	k := koanf.New(".")
 	src := "environment"
 	if path != "" {
-		if _, err := os.Stat(path); err != nil {
+		raw, err := os.ReadFile(path)
+		if err != nil {
 			return fmt.Errorf("config %s: %w", path, err)
 		}
-		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		if err := k.Load(rawbytes.Provider(ExpandEnv(raw)), yaml.Parser()); err != nil {
 			return fmt.Errorf("config %s: %w", path, err)
 		}
 		src = path

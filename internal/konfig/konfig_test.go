@@ -84,3 +84,15 @@ func TestEnvKey(t *testing.T) {
 		}
 	}
 }
+
+func TestExpandEnv(t *testing.T) {
+	t.Setenv("KONFIG_TEST_SECRET", "s3cret")
+	p := write(t, "node_id: ${KONFIG_TEST_SECRET}\nmetrics:\n  listen: \"$keep ${KONFIG_TEST_UNSET}x\"\n")
+	var c testConf
+	if err := Load(p, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != "s3cret" || c.Metrics.Listen != "$keep x" {
+		t.Fatalf("%+v", c)
+	}
+}
