@@ -104,7 +104,7 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 	wg.Go(func() { errs <- node.Run(nctx) })
 	fmt.Fprintf(stdout, "iop dev: OpenAI API on http://%s/v1 (model iop-sim), Ollama API on http://%s/api", httpLn.Addr(), httpLn.Addr())
 	if adminLn != nil {
-		fmt.Fprintf(stdout, ", admin on http://%s", adminLn.Addr())
+		fmt.Fprintf(stdout, ", admin on http://%s (status page http://%s/status)", adminLn.Addr(), adminLn.Addr())
 	}
 	fmt.Fprintln(stdout)
 	var first error
