@@ -7,7 +7,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 BIN         := bin/iop
 
-.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps
+.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps bench bench-quick
 
 # The JavaScript clients of the conformance suite (pinned by package-lock).
 JS_DIR := conformance/testdata/js
@@ -54,3 +54,16 @@ proto:
 	GOBIN=$(CURDIR)/bin $(GO) install $(PROTOC_GEN_GO_GRPC)
 	PATH=$(CURDIR)/bin:$$PATH protoc -I wire --go_out=wire --go_opt=paths=source_relative \
 		--go-grpc_out=wire --go-grpc_opt=paths=source_relative wire/nodelink.proto
+
+# Benchmarks: iop against a direct connection, a naive Go reverse proxy and
+# a peer gateway (Portkey), all on 127.0.0.1, written to docs/benchmarks.md.
+PEER_DIR := cmd/iop-bench/testdata/peer
+
+bench: build
+	npm ci --prefix $(PEER_DIR) --no-audit --no-fund
+	$(GO) build -o bin/iop-bench ./cmd/iop-bench
+	./bin/iop-bench run -iop $(BIN) -portkey $(PEER_DIR) -out docs/benchmarks.md
+
+bench-quick: build
+	$(GO) build -o bin/iop-bench ./cmd/iop-bench
+	./bin/iop-bench run -quick -iop $(BIN)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
@@ -15,6 +16,9 @@ import (
 // one body frame, so an SSE event written by the upstream travels on its
 // own without waiting for more.
 const bufSize = 32 << 10
+
+// bufPool recycles read buffers: one per in-flight tunnel, not per request.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
 
 // Tunnel sends req upstream and emits the answer as frames: response_start
 // with the status and end-to-end headers, one body frame per read, a usage
@@ -33,7 +37,9 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
 	sniff := NewUsageSniffer(resp.Header.Get("Content-Type"))
-	buf := make([]byte, bufSize)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {

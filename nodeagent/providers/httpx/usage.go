@@ -103,7 +103,19 @@ type usageAny struct {
 	} `json:"completion_tokens_details"`
 }
 
+// usageKey starts the usage object OpenAI-style bodies carry.
+var usageKey = []byte(`"usage":`)
+
 func parseUsage(b []byte) *execution.TokenUsage {
+	// Decode only the usage object (the last one in the body), not the
+	// whole answer.
+	if i := bytes.LastIndex(b, usageKey); i >= 0 {
+		var u usageAny
+		dec := json.NewDecoder(bytes.NewReader(b[i+len(usageKey):]))
+		if dec.Decode(&u) == nil && (u.TotalTokens > 0 || u.PromptTokens > 0 || u.InputTokens > 0 || u.CompletionTokens > 0 || u.OutputTokens > 0) {
+			return fromUsageAny(&u)
+		}
+	}
 	var v struct {
 		Usage    *usageAny `json:"usage"`
 		Response *struct {
@@ -133,6 +145,10 @@ func parseUsage(b []byte) *execution.TokenUsage {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
 		return out
 	}
+	return fromUsageAny(u)
+}
+
+func fromUsageAny(u *usageAny) *execution.TokenUsage {
 	out := &execution.TokenUsage{PromptTokens: u.PromptTokens + u.InputTokens, CompletionTokens: u.CompletionTokens + u.OutputTokens, TotalTokens: u.TotalTokens}
 	if u.PromptTokensDetails != nil {
 		out.CachedTokens = u.PromptTokensDetails.CachedTokens

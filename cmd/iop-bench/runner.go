@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// variant is one system reached one way (iop: normalized or tunnel path).
+type variant struct {
+	label string
+	sys   *system
+	key   string // target key: n, t
+}
+
+// plan sizes a run.
+type plan struct {
+	reps                   int
+	latRequests            int
+	thrDuration            time.Duration
+	streamRequests64       int
+	streamRequests256      int
+	sweep                  []float64 // open-loop rates
+	sweepDuration          time.Duration
+	openStreams            []int
+	truncationStreams      int // per iop path
+	skipSplit, skipPortkey bool
+}
+
+func plans(quick bool) plan {
+	if quick {
+		return plan{reps: 1, latRequests: 300, thrDuration: 2 * time.Second, streamRequests64: 256, openStreams: []int{200},
+			truncationStreams: 2000, skipSplit: true, skipPortkey: true}
+	}
+	return plan{reps: 3, latRequests: 1500, thrDuration: 5 * time.Second, streamRequests64: 1280, streamRequests256: 2560,
+		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 5000}, truncationStreams: 50000}
+}
+
+// results holds samples per variant and metric, one per repetition.
+type results map[string]map[string][]float64
+
+func (r results) add(label, metric string, v float64) {
+	if r[label] == nil {
+		r[label] = map[string][]float64{}
+	}
+	r[label][metric] = append(r[label][metric], v)
+}
+
+func (r results) median(label, metric string) (float64, bool) {
+	vs := r[label][metric]
+	if len(vs) == 0 {
+		return 0, false
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	return s[len(s)/2], true
+}
+
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "a short run (≤ 2 minutes) for development")
+	iop := fs.String("iop", "bin/iop", "the iop binary")
+	portkeyDir := fs.String("portkey", "", "directory with node_modules/@portkey-ai/gateway (empty: skip the peer)")
+	out := fs.String("out", "", "write the Markdown report here (and the plot next to it)")
+	chunks := fs.Int("chunks", 32, "content chunks per stream")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pl := plans(*quick)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "iop-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	up, upAddr, err := startAddr(ctx, "upstream", self, "upstream", "-chunks", fmt.Sprint(*chunks))
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	direct := &system{name: "direct", targets: map[string]target{"n": {url: "http://" + upAddr, model: "bench"}, "hold-n": {url: "http://" + upAddr, model: "hold-60"}}}
+	px, pxAddr, err := startAddr(ctx, "proxy", self, "proxy", "-upstream", "http://"+upAddr)
+	if err != nil {
+		return err
+	}
+	proxy := &system{name: "naive ReverseProxy", procs: []*proc{px}, targets: map[string]target{"n": {url: "http://" + pxAddr, model: "bench"}, "hold-n": {url: "http://" + pxAddr, model: "hold-60"}}}
+	defer proxy.stop()
+	dev, err := startIOPDev(ctx, *iop, dir, upAddr)
+	if err != nil {
+		return err
+	}
+	defer dev.stop()
+	variants := []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}, {"iop dev normalized", dev, "n"}, {"iop dev tunnel", dev, "t"}}
+	if !pl.skipSplit {
+		split, err := startIOPSplit(ctx, *iop, dir, upAddr)
+		if err != nil {
+			return err
+		}
+		defer split.stop()
+		variants = append(variants, variant{"iop split normalized", split, "n"}, variant{"iop split tunnel", split, "t"})
+	}
+	if !pl.skipPortkey && *portkeyDir != "" {
+		pk, err := startPortkey(ctx, *portkeyDir, upAddr)
+		switch {
+		case errors.Is(err, errNoSystem):
+			fmt.Fprintln(os.Stderr, "skipping the peer:", err)
+		case err != nil:
+			return err
+		default:
+			defer pk.stop()
+			variants = append(variants, variant{"portkey 1.15.2", pk, "n"})
+		}
+	}
+	env := environment()
+	res := results{}
+	for _, v := range variants {
+		rss, _ := v.sys.mem()
+		res.add(v.label, "idle_rss_mb", float64(rss)/1024)
+	}
+	// Warm up every system once.
+	for _, v := range variants {
+		runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 8, requests: 200})
+		runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 8, requests: 64, chunks: *chunks})
+	}
+	for rep := 0; rep < pl.reps; rep++ {
+		order := rotate(variants, rep)
+		for _, sc := range scenarios(pl, *chunks) {
+			for _, v := range order {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				sc.run(ctx, v, res)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "repetition %d/%d done\n", rep+1, pl.reps)
+	}
+	for _, v := range variants {
+		memoryPerStream(ctx, v, pl, res)
+	}
+	truncationRun(ctx, variants, pl, *chunks, res)
+	for _, v := range variants {
+		_, peak := v.sys.mem()
+		res.add(v.label, "peak_rss_mb", float64(peak)/1024)
+	}
+	report := render(env, pl, variants, res, *chunks)
+	if *out == "" {
+		fmt.Print(report.markdown)
+		return nil
+	}
+	if err := os.WriteFile(*out, []byte(report.markdown), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(svgPath(*out), []byte(report.svg), 0o644)
+}
+
+func rotate(v []variant, n int) []variant {
+	n %= len(v)
+	return append(append([]variant(nil), v[n:]...), v[:n]...)
+}

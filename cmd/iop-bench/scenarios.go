@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// scenario measures one thing on one variant.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, v variant, r results)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func scenarios(pl plan, chunks int) []scenario {
+	out := []scenario{
+		{"latency c=1", func(ctx context.Context, v variant, r results) {
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 1, requests: pl.latRequests})
+			r.add(v.label, "lat_p50_ms", ms(percentile(res.latency, 0.5)))
+			r.add(v.label, "lat_p99_ms", ms(percentile(res.latency, 0.99)))
+			r.add(v.label, "errors", float64(res.errors))
+		}},
+		{"throughput c=16", func(ctx context.Context, v variant, r results) {
+			before := v.sys.cpu()
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 16, duration: pl.thrDuration})
+			cpu := v.sys.cpu() - before
+			r.add(v.label, "rps16", float64(len(res.latency))/res.elapsed.Seconds())
+			if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
+				r.add(v.label, "cpu_us_per_req", float64(cpu)/1e3/float64(n))
+			}
+			r.add(v.label, "errors", float64(res.errors))
+		}},
+		{"throughput c=64", func(ctx context.Context, v variant, r results) {
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 64, duration: pl.thrDuration})
+			r.add(v.label, "rps64", float64(len(res.latency))/res.elapsed.Seconds())
+			r.add(v.label, "errors", float64(res.errors))
+		}},
+		{"streams c=64", func(ctx context.Context, v variant, r results) {
+			before := v.sys.cpu()
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 64, requests: pl.streamRequests64, chunks: chunks})
+			cpu := v.sys.cpu() - before
+			r.add(v.label, "ttft64_p50_ms", ms(percentile(res.ttft, 0.5)))
+			r.add(v.label, "ttft64_p99_ms", ms(percentile(res.ttft, 0.99)))
+			r.add(v.label, "gap_p50_ms", ms(percentile(res.gaps, 0.5)))
+			r.add(v.label, "gap_p99_ms", ms(percentile(res.gaps, 0.99)))
+			if res.chunks > 0 && len(v.sys.procs) > 0 {
+				r.add(v.label, "cpu_us_per_chunk", float64(cpu)/1e3/float64(res.chunks))
+			}
+			r.add(v.label, "truncated", float64(res.truncated))
+			r.add(v.label, "streams", float64(res.requests))
+			r.add(v.label, "errors", float64(res.errors))
+		}},
+	}
+	if pl.streamRequests256 > 0 {
+		out = append(out, scenario{"streams c=256", func(ctx context.Context, v variant, r results) {
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 256, requests: pl.streamRequests256, chunks: chunks})
+			r.add(v.label, "ttft256_p50_ms", ms(percentile(res.ttft, 0.5)))
+			r.add(v.label, "ttft256_p99_ms", ms(percentile(res.ttft, 0.99)))
+			r.add(v.label, "truncated", float64(res.truncated))
+			r.add(v.label, "streams", float64(res.requests))
+		}})
+	}
+	if len(pl.sweep) > 0 {
+		out = append(out, scenario{"open-loop sweep", func(ctx context.Context, v variant, r results) {
+			best := map[int]float64{5: 0, 10: 0, 50: 0}
+			for _, rate := range pl.sweep {
+				res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 256, rate: rate, duration: pl.sweepDuration})
+				p99 := ms(percentile(res.latency, 0.99))
+				for limit := range best {
+					if res.errors == 0 && p99 <= float64(limit) && rate > best[limit] {
+						best[limit] = rate
+					}
+				}
+			}
+			for limit, rate := range best {
+				r.add(v.label, fmt.Sprintf("rps_p99_le_%dms", limit), rate)
+			}
+		}})
+	}
+	return out
+}
+
+// memoryPerStream opens N streams held by the upstream and charges the
+// system's RSS growth to them.
+func memoryPerStream(ctx context.Context, v variant, pl plan, r results) {
+	if len(v.sys.procs) == 0 {
+		return
+	}
+	t, ok := v.sys.targets["hold-"+v.key]
+	if !ok {
+		return
+	}
+	for _, n := range pl.openStreams {
+		before, _ := v.sys.mem()
+		stop, err := holdStreams(ctx, t, n)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %d open streams: %v\n", v.label, n, err)
+			continue
+		}
+		after, _ := v.sys.mem()
+		stop()
+		r.add(v.label, fmt.Sprintf("kib_per_stream_%d", n), float64(after-before)/float64(n))
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// truncationRun pushes many streams through each iop path and counts any
+// that arrive without every chunk, usage and [DONE].
+func truncationRun(ctx context.Context, vs []variant, pl plan, chunks int, r results) {
+	for _, v := range vs {
+		if v.sys.name != "iop dev" {
+			continue
+		}
+		res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 128, requests: pl.truncationStreams, chunks: chunks})
+		r.add(v.label, "soak_streams", float64(res.requests))
+		r.add(v.label, "soak_truncated", float64(res.truncated+res.errors))
+	}
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// system is one system under test: its processes and how to reach it.
+type system struct {
+	name    string
+	targets map[string]target // by scenario kind: "n" normalized/default, "t" tunnel
+	procs   []*proc
+}
+
+func (s *system) pids() []int {
+	var out []int
+	for _, p := range s.procs {
+		out = append(out, p.pid())
+	}
+	return out
+}
+
+func (s *system) stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].stop()
+	}
+}
+
+func (s *system) cpu() (d int64) {
+	for _, pid := range s.pids() {
+		d += int64(cpuTime(pid))
+	}
+	return d
+}
+
+func (s *system) mem() (rss, peak int64) {
+	for _, pid := range s.pids() {
+		r, p := memKB(pid)
+		rss += r
+		peak += p
+	}
+	return rss, peak
+}
+
+// iopConfigs renders the gateway and node configs that point iop at the
+// upstream: provider "n" on the normalized path, "t" on the tunnel.
+func iopConfigs(dir, upstream, listen, nodeListen string) (gw, node, dev string) {
+	providers := fmt.Sprintf(`
+  providers:
+    - {id: n, adapter: openai, path: normalized, base_url: "http://%[1]s/v1", models: [bench-n, hold-60-n], capacity: 100000}
+    - {id: t, adapter: openai, path: tunnel, base_url: "http://%[1]s/v1", models: [bench-t, hold-60-t], capacity: 100000}
+`, upstream)
+	gwBody := fmt.Sprintf(`listen: %s
+node_listen: %s
+admin_listen: ""
+nodes: [{id: bench-node, token: bench-token}]
+log: {level: error}
+queue: {max_length: 100000}
+limits: {write_timeout: 120s}
+`, listen, nodeListen)
+	nodeBody := fmt.Sprintf(`node_id: bench-node
+token: bench-token
+edges: [{address: "%s"}]
+metrics: {listen: ""}
+log: {level: error}
+`, nodeListen) + strings.Replace(providers, "\n  providers:", "providers:", 1)
+	devBody := fmt.Sprintf(`gateway:
+  listen: %s
+  admin_listen: ""
+  log: {level: error}
+  queue: {max_length: 100000}
+  limits: {write_timeout: 120s}
+node:
+  log: {level: error}
+`, listen) + providers
+	return writeFile(dir, "gateway.yaml", gwBody), writeFile(dir, "node.yaml", nodeBody), writeFile(dir, "dev.yaml", devBody)
+}
+
+func iopTargets(url string) map[string]target {
+	return map[string]target{"n": {url: url, model: "bench-n"}, "t": {url: url, model: "bench-t"},
+		"hold-n": {url: url, model: "hold-60-n"}, "hold-t": {url: url, model: "hold-60-t"}}
+}
+
+func startIOPDev(ctx context.Context, iop, dir, upstream string) (*system, error) {
+	listen := freePort()
+	_, _, dev := iopConfigs(dir, upstream, listen, "127.0.0.1:0")
+	p, _, err := start(ctx, "iop dev", "", nil, iop, "dev", "--config", dev)
+	if err != nil {
+		return nil, err
+	}
+	s := &system{name: "iop dev", procs: []*proc{p}, targets: iopTargets("http://" + listen)}
+	return s, waitHTTP(ctx, "http://"+listen+"/v1/models", nil)
+}
+
+func startIOPSplit(ctx context.Context, iop, dir, upstream string) (*system, error) {
+	listen, nodeListen := freePort(), freePort()
+	sub := filepath.Join(dir, "split")
+	_ = os.MkdirAll(sub, 0o700)
+	gw, node, _ := iopConfigs(sub, upstream, listen, nodeListen)
+	g, _, err := start(ctx, "iop gateway", "", nil, iop, "gateway", "--config", gw)
+	if err != nil {
+		return nil, err
+	}
+	n, _, err := start(ctx, "iop node", "", nil, iop, "node", "--config", node)
+	if err != nil {
+		g.stop()
+		return nil, err
+	}
+	s := &system{name: "iop split", procs: []*proc{g, n}, targets: iopTargets("http://" + listen)}
+	return s, waitHTTP(ctx, "http://"+listen+"/v1/models", nil)
+}
+
+func startPortkey(ctx context.Context, dir, upstream string) (*system, error) {
+	script := filepath.Join(dir, "node_modules", "@portkey-ai", "gateway", "build", "start-server.js")
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("portkey not installed in %s: %w", dir, errNoSystem)
+	}
+	addr := freePort()
+	port := addr[strings.LastIndexByte(addr, ':')+1:]
+	p, _, err := start(ctx, "portkey", dir, []string{"NODE_ENV=production"}, "node", script, "--port="+port, "--headless")
+	if err != nil {
+		return nil, err
+	}
+	h := map[string]string{"x-portkey-provider": "openai", "x-portkey-custom-host": "http://" + upstream + "/v1"}
+	s := &system{name: "portkey 1.15.2", procs: []*proc{p}, targets: map[string]target{
+		"n": {url: "http://" + addr, headers: h, model: "bench"}, "hold-n": {url: "http://" + addr, headers: h, model: "hold-60"}}}
+	return s, waitHTTP(ctx, "http://"+addr+"/", nil)
+}

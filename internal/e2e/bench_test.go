@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// fastUpstream answers chat completions instantly (JSON or 32-chunk SSE).
+func fastUpstream() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"xxxxxxxxxxxxxxxx","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":1,"total_tokens":9}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for i := range 34 {
+			delta, fin := `{"content":"xxxxxxxxxxxxxxxx"}`, "null"
+			if i == 33 {
+				delta, fin = `{}`, `"stop"`
+			}
+			fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"logprobs\":null,\"finish_reason\":%s}]}\n\n", delta, fin)
+			_ = rc.Flush()
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+}
+
+func benchCluster(b *testing.B) *Cluster {
+	up := httptest.NewServer(fastUpstream())
+	b.Cleanup(up.Close)
+	return Start(b, Options{TCPNodeLink: true}, func(c *Cluster) []NodeSpec {
+		n := nodeagent.ProviderConfig{ID: "n", Adapter: "openai", Path: nodeagent.PathNormalized, BaseURL: up.URL + "/v1", Models: []string{"bench-n"}, Capacity: 100000}
+		t := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"bench-t"}, Capacity: 100000}
+		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{n, t}}}
+	})
+}
+
+// BenchmarkGateway measures requests through an in-process edge and node
+// (TCP node link) to an instant upstream: `go test -bench Gateway
+// -cpuprofile` profiles the hot path. make bench measures processes.
+func BenchmarkGateway(b *testing.B) {
+	c := benchCluster(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	for _, tc := range []struct{ name, body string }{
+		{"tunnel-json", `{"model":"bench-t","messages":[{"role":"user","content":"hi"}]}`},
+		{"normalized-json", `{"model":"bench-n","messages":[{"role":"user","content":"hi"}]}`},
+		{"tunnel-stream", `{"model":"bench-t","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"normalized-stream", `{"model":"bench-n","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := client.Post(c.URL+"/v1/chat/completions", "application/json", strings.NewReader(tc.body))
+					if err != nil {
+						b.Fatal(err)
+					}
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || (strings.Contains(tc.body, "stream") && !bytes.Contains(body, []byte("[DONE]"))) {
+						b.Fatalf("%d %s", resp.StatusCode, body)
+					}
+				}
+			})
+		})
+	}
+}
