@@ -7,7 +7,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 BIN         := bin/iop
 
-.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps bench bench-quick
+.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps bench bench-quick fuzz fuzz-pr soak
 
 # The JavaScript clients of the conformance suite (pinned by package-lock).
 JS_DIR := conformance/testdata/js
@@ -20,7 +20,7 @@ build:
 run: build
 	./$(BIN) dev
 
-test: fmt-check vet staticcheck unit
+test: fmt-check vet staticcheck unit fuzz-pr
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -36,6 +36,46 @@ lint: fmt-check vet staticcheck
 
 unit: js-deps
 	$(GO) test -race -count=1 ./...
+
+# Fuzz targets (RELIABILITY.md F1–F7) as package:Target. Crashers land in
+# the package's testdata/fuzz and then run as ordinary tests.
+FUZZ_TARGETS := \
+	codec/openai:FuzzDecodeChatRequest \
+	codec/openai:FuzzDecodeResponsesRequest \
+	codec/jsonstrict:FuzzCheck \
+	nodeagent/providers/openai:FuzzReadStream \
+	nodeagent/providers/ollama:FuzzReadNDJSON \
+	gateway:FuzzNodeMessages \
+	nodeagent:FuzzAttemptDown \
+	streamgate:FuzzAttemptLifecycle \
+	nodeagent:FuzzStallObservationRedaction \
+	gateway:FuzzHealthObservationRedaction \
+	streamgate:FuzzRecoveryObservationRedaction \
+	execution:FuzzStallTimeout
+# The per-change subset make test runs (3 × 30 s).
+FUZZ_PR := nodeagent/providers/openai:FuzzReadStream gateway:FuzzNodeMessages streamgate:FuzzAttemptLifecycle
+FUZZTIME ?= 10m
+
+define run-fuzz
+	@for t in $(1); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg) for $(2)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(2) ./$$pkg || exit 1; \
+	done
+endef
+
+# Every fuzz target for FUZZTIME each (nightly: 10 min).
+fuzz:
+	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
+
+fuzz-pr:
+	$(call run-fuzz,$(FUZZ_PR),30s)
+
+# Long soaks (RELIABILITY.md R20 at full length, R21 nightly size); make
+# test runs R20 shortened to 10 s.
+soak:
+	IOP_SOAK_STREAMS=200 IOP_SOAK_DURATION=60s $(GO) test -race -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/e2e
+	IOP_SOAK_STREAMS=1000 IOP_SOAK_DURATION=10m IOP_SOAK_FAULTS=1 IOP_SOAK_DISCONNECTS=0.05 \
+		$(GO) test -count=1 -timeout 40m -run '^TestSoak$$' -v ./internal/e2e
 
 js-deps: $(JS_DIR)/node_modules/.installed
 

@@ -120,7 +120,7 @@ type bridgeEnv struct {
 	logBuf *bytes.Buffer
 }
 
-func newBridgeEnv(t *testing.T, p execution.Provider, grace time.Duration) *bridgeEnv {
+func newBridgeEnv(t testing.TB, p execution.Provider, grace time.Duration) *bridgeEnv {
 	t.Helper()
 	r := execution.NewRegistry()
 	if err := r.Register(execution.ProviderDescriptor{ProviderID: "p1", Adapter: "ollama", InstanceKey: testInstance, Target: "llama3.2", Models: []string{"llama3.2"}}, p); err != nil {

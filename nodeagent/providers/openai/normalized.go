@@ -49,7 +49,7 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 // that ends before any finish_reason, or with a read error, is an error.
 func (p *Provider) readStream(ctx context.Context, resp *http.Response, emit *execution.Emitter) error {
 	st := &streamState{}
-	for ev, err := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
+	for ev, err := range sse.Read(httpx.LineReader(resp.Body), &sse.ReadConfig{MaxEventSize: maxEventSize}) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
