@@ -37,6 +37,7 @@ type Config struct {
 	Providers  []ProviderPolicy `koanf:"providers"`
 	StreamGate StreamGateConfig `koanf:"streamgate"`
 	Overlay    OverlayConfig    `koanf:"overlay"`
+	Outlier    OutlierConfig    `koanf:"outlier"`
 	Log        LogConfig        `koanf:"log"`
 	// DrainTimeout bounds graceful shutdown: streams get this long to
 	// finish before they receive a typed terminal. Default 30s.

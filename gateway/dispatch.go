@@ -85,6 +85,7 @@ type edgeAttempt struct {
 	mu         sync.Mutex
 	terminated bool
 	closeOnce  sync.Once
+	status     int // the tunnel's upstream status, from response_start
 }
 
 var _ streamgate.Attempt = (*edgeAttempt)(nil)
@@ -122,12 +123,17 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	case *wire.AttemptUp_Event:
 		ev := runEventFromProto(msg.Event)
 		if ev.Type.IsTerminal() {
+			a.report(eventResult(ev))
 			ev.Failure = a.terminal(ev.Failure)
 		}
 		return streamgate.Item{Event: &ev}, nil
 	case *wire.AttemptUp_Frame:
 		f := tunnelFrameFromProto(msg.Frame)
+		if f.Type == execution.FrameTypeResponseStart {
+			a.status = f.Status
+		}
 		if f.Type.IsTerminal() {
+			a.report(frameResult(f, a.status))
 			f.Failure = a.terminal(f.Failure)
 		}
 		return streamgate.Item{Frame: &f}, nil
@@ -159,6 +165,50 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 	}
 	a.conn.end()
 	return f
+}
+
+// report feeds the attempt's result to its provider's outlier state.
+func (a *edgeAttempt) report(r attemptResult) {
+	if a.pool.reportResult(a.lease.slot, r) {
+		a.pool.logEjection(a.lease.ProviderID)
+	}
+}
+
+// eventResult classifies a normalized attempt's terminal.
+func eventResult(ev execution.RunEvent) attemptResult {
+	switch ev.Type {
+	case execution.EventTypeComplete:
+		return resultSuccess
+	case execution.EventTypeError:
+		return failureResult(ev.Failure)
+	}
+	return resultNeutral
+}
+
+// frameResult classifies a tunnel's terminal given its upstream status.
+func frameResult(f execution.ProviderTunnelFrame, status int) attemptResult {
+	switch {
+	case f.Type == execution.FrameTypeError:
+		return failureResult(f.Failure)
+	case status >= 500:
+		return resultServerFailure
+	case status >= 200 && status < 400:
+		return resultSuccess
+	}
+	return resultNeutral
+}
+
+// failureResult: an upstream 5xx, an unreachable upstream (no status) or
+// a stream cut after its 200 is the provider's failure; a 429, a 4xx, a
+// stall (the overlay's business) or a cancel says nothing about it.
+func failureResult(f *execution.ExecutionFailure) attemptResult {
+	if f == nil || f.Upstream == nil {
+		return resultNeutral
+	}
+	if s := f.Upstream.Status; s == 0 || s >= 500 || s == 200 {
+		return resultServerFailure
+	}
+	return resultNeutral
 }
 
 // Close implements [streamgate.Attempt]: an unfinished attempt is

@@ -10,13 +10,15 @@ import (
 // provider id.
 type Event struct {
 	Time       time.Time `json:"time"`
-	Kind       string    `json:"kind"` // health
+	Kind       string    `json:"kind"` // health, ejection
 	ProviderID string    `json:"provider_id,omitempty"`
 	Source     string    `json:"source,omitempty"`
 	Evidence   string    `json:"evidence_health,omitempty"`
 	Decision   string    `json:"decision,omitempty"`
 	From       string    `json:"from_health,omitempty"`
 	To         string    `json:"to_health,omitempty"`
+	// Until is when an ejected provider returns to selection.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // eventLog keeps the last events.

@@ -13,6 +13,7 @@ type edgeMetrics struct {
 	leasesInUse     prometheus.GaugeFunc
 	requests        *prometheus.CounterVec
 	authFailures    prometheus.Counter
+	ejections       prometheus.Counter
 }
 
 func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
@@ -31,7 +32,9 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 			Help: "HTTP requests by route and status class."}, []string{"route", "code"}),
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_auth_failures_total",
 			Help: "Rejected client authentications."}),
+		ejections: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_outlier_ejections_total",
+			Help: "Providers taken out of selection after consecutive server-side failures."}),
 	}
-	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures)
+	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.ejections)
 	return m
 }

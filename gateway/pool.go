@@ -45,6 +45,7 @@ type pooled struct {
 	lastUsed uint64
 	priority int
 	disabled bool // configuration health
+	outlier  outlierState
 }
 
 func (p *pooled) serves(model string) bool {
@@ -69,6 +70,8 @@ type Pool struct {
 	overlayCfg OverlayConfig
 	recovered  func() // called (outside the lock) after a provider recovers
 	metrics    *edgeMetrics
+	outlierCfg OutlierConfig
+	now        func() time.Time
 
 	mu        sync.Mutex // guards the following fields
 	providers map[providerKey]*pooled
@@ -83,6 +86,8 @@ type PoolConfig struct {
 	Policy   func(providerID string) ProviderPolicy
 	Observer *healthObservability
 	Overlay  OverlayConfig
+	Outlier  OutlierConfig
+	Now      func() time.Time // default time.Now
 }
 
 // NewPool returns an empty pool.
@@ -93,7 +98,10 @@ func NewPool(c PoolConfig) *Pool {
 	if c.Policy == nil {
 		c.Policy = func(string) ProviderPolicy { return ProviderPolicy{} }
 	}
-	return &Pool{cfgQueue: c.Queue, policy: c.Policy, observer: c.Observer, overlayCfg: c.Overlay,
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &Pool{cfgQueue: c.Queue, policy: c.Policy, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
 		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}}
 }
 
@@ -169,10 +177,7 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need) 
 // and queued resolution.
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
-	for _, pp := range p.providers {
-		if !p.admissibleLocked(pp, req.Model, req.Need) {
-			continue
-		}
+	for _, pp := range p.routableLocked(req.Model, req.Need) {
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
 			avoided = pp
 			continue
@@ -365,10 +370,7 @@ func (p *Pool) Candidates(req ProviderPoolDispatchRequest) streamgate.Candidates
 	defer p.mu.Unlock()
 	alt := 0
 	avoided := false
-	for _, pp := range p.providers {
-		if !p.admissibleLocked(pp, req.Model, req.Need) {
-			continue
-		}
+	for _, pp := range p.routableLocked(req.Model, req.Need) {
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
 			avoided = true
 			continue

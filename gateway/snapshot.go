@@ -1,5 +1,7 @@
 package gateway
 
+import "time"
+
 import "sort"
 
 // ProviderSnapshot is one provider as GET /admin/providers shows it.
@@ -19,7 +21,10 @@ type ProviderSnapshot struct {
 	Status               string   `json:"status"` // available, unavailable
 	Health               string   `json:"health"` // available, unavailable, unknown
 	OverlayReason        string   `json:"overlay_reason,omitempty"`
-	LastObservationSeq   uint64   `json:"last_observation_seq"`
+	// EjectedUntil is set while the provider is ejected as an outlier
+	// (consecutive server-side failures); it is routable again after.
+	EjectedUntil       *time.Time `json:"ejected_until,omitempty"`
+	LastObservationSeq uint64     `json:"last_observation_seq"`
 }
 
 // Snapshot projects every provider: a provider lowered by the runtime
@@ -46,6 +51,10 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 			if e.lowered {
 				s.Status, s.Health, s.OverlayReason, s.EffectiveCapacity = "unavailable", "unavailable", e.reason, 0
 			}
+		}
+		if now := p.now(); pp.outlier.ejected(now) {
+			until := pp.outlier.until
+			s.EjectedUntil = &until
 		}
 		if pp.disabled {
 			s.Status, s.EffectiveCapacity, s.OverlayReason = "unavailable", 0, "disabled_by_configuration"
