@@ -160,15 +160,18 @@ func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 // readBody reads a request body within the size limit and the body read
 // deadline: 413 beyond the limit, 400 for a body that stalls or breaks.
+// A failed read closes the connection after the answer: the rest of the
+// body will never be read, and net/http would otherwise try to drain it
+// before writing the answer.
 func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	r := c.Request()
 	rc := http.NewResponseController(c.Response().Writer)
 	if d := g.cfg.Limits.BodyReadTimeout; d > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(d))
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, g.cfg.Limits.MaxBodyBytes))
 	if err != nil {
+		c.Response().Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
@@ -176,6 +179,7 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 		}
 		return nil, openai.InvalidRequest("", "The request body could not be read.")
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, nil
 }
 

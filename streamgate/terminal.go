@@ -2,8 +2,10 @@ package streamgate
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/internal/httphdr"
@@ -56,6 +58,12 @@ func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 }
 
 func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
+	if e == nil && o != nil && o.errBody != nil && !strings.Contains(strings.ToLower(o.errHead.Get("Content-Type")), "json") {
+		// Not an API error but, say, a proxy's HTML page: a typed error in
+		// the surface's shape with the upstream's status.
+		e = &openai.Error{Status: o.upstream.Status, Type: openai.TypeUpstream, Code: "upstream_error",
+			Message: fmt.Sprintf("The provider answered HTTP %d with a non-JSON body.", o.upstream.Status)}
+	}
 	if e == nil && o != nil && o.errBody != nil {
 		// The upstream's own error answer, verbatim.
 		terminalsTotal.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()

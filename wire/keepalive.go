@@ -31,8 +31,9 @@ var (
 // Edge limits.
 const (
 	// EdgeMaxConcurrentStreams bounds streams per node connection (one per
-	// in-flight attempt plus the session); grpc-go's default is unlimited.
-	EdgeMaxConcurrentStreams = 4096
+	// in-flight attempt plus the session), so one node connection carries at
+	// most 16,383 concurrent attempts; grpc-go's default is unlimited.
+	EdgeMaxConcurrentStreams = 16384
 	// MaxMessageSize bounds one message in either direction (a request
 	// body snapshot, or one response chunk).
 	MaxMessageSize = 64 << 20

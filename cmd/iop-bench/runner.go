@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,13 +93,21 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	proxy := &system{name: "naive ReverseProxy", procs: []*proc{px}, targets: map[string]target{"n": {url: "http://" + pxAddr, model: "bench"}, "hold-n": {url: "http://" + pxAddr, model: "hold-60"}}}
+	proxy := proxySystem(px, pxAddr)
+	proxy.fresh = func(ctx context.Context) (*system, error) {
+		px, addr, err := startAddr(ctx, "proxy", self, "proxy", "-upstream", "http://"+upAddr)
+		if err != nil {
+			return nil, err
+		}
+		return proxySystem(px, addr), nil
+	}
 	defer proxy.stop()
 	dev, err := startIOPDev(ctx, *iop, dir, upAddr)
 	if err != nil {
 		return err
 	}
 	defer dev.stop()
+	dev.fresh = func(ctx context.Context) (*system, error) { return startIOPDev(ctx, *iop, freshDir(dir), upAddr) }
 	variants := []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}, {"iop dev normalized", dev, "n"}, {"iop dev tunnel", dev, "t"}}
 	if !pl.skipSplit {
 		split, err := startIOPSplit(ctx, *iop, dir, upAddr)
@@ -105,6 +115,7 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 		defer split.stop()
+		split.fresh = func(ctx context.Context) (*system, error) { return startIOPSplit(ctx, *iop, freshDir(dir), upAddr) }
 		variants = append(variants, variant{"iop split normalized", split, "n"}, variant{"iop split tunnel", split, "t"})
 	}
 	if !pl.skipPortkey && *portkeyDir != "" {
@@ -116,6 +127,7 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		default:
 			defer pk.stop()
+			pk.fresh = func(ctx context.Context) (*system, error) { return startPortkey(ctx, *portkeyDir, upAddr) }
 			variants = append(variants, variant{"portkey 1.15.2", pk, "n"})
 		}
 	}
@@ -159,6 +171,20 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	return os.WriteFile(svgPath(*out), []byte(report.svg), 0o644)
+}
+
+func proxySystem(px *proc, addr string) *system {
+	return &system{name: "naive ReverseProxy", procs: []*proc{px}, targets: map[string]target{
+		"n": {url: "http://" + addr, model: "bench"}, "hold-n": {url: "http://" + addr, model: "hold-60"}}}
+}
+
+var freshN atomic.Int32
+
+// freshDir is a new directory under dir for a fresh instance's configs.
+func freshDir(dir string) string {
+	d := filepath.Join(dir, fmt.Sprintf("fresh-%d", freshN.Add(1)))
+	_ = os.MkdirAll(d, 0o700)
+	return d
 }
 
 func rotate(v []variant, n int) []variant {

@@ -84,26 +84,37 @@ func scenarios(pl plan, chunks int) []scenario {
 }
 
 // memoryPerStream opens N streams held by the upstream and charges the
-// system's RSS growth to them.
+// system's RSS growth to them. Each N is measured on a fresh instance of
+// the system (warmed up with a few requests), since a Go or Node process
+// rarely returns memory an earlier scenario grew into.
 func memoryPerStream(ctx context.Context, v variant, pl plan, r results) {
-	if len(v.sys.procs) == 0 {
-		return
-	}
-	t, ok := v.sys.targets["hold-"+v.key]
-	if !ok {
+	if len(v.sys.procs) == 0 || v.sys.fresh == nil {
 		return
 	}
 	for _, n := range pl.openStreams {
-		before, _ := v.sys.mem()
+		sys, err := v.sys.fresh(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: fresh instance: %v\n", v.label, err)
+			return
+		}
+		t, ok := sys.targets["hold-"+v.key]
+		if !ok {
+			sys.stop()
+			return
+		}
+		runLoad(ctx, sys.targets[v.key], loadSpec{stream: true, concurrency: 8, requests: 64, chunks: 4})
+		time.Sleep(500 * time.Millisecond)
+		before, _ := sys.mem()
 		stop, err := holdStreams(ctx, t, n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %d open streams: %v\n", v.label, n, err)
+			sys.stop()
 			continue
 		}
-		after, _ := v.sys.mem()
+		after, _ := sys.mem()
 		stop()
+		sys.stop()
 		r.add(v.label, fmt.Sprintf("kib_per_stream_%d", n), float64(after-before)/float64(n))
-		time.Sleep(500 * time.Millisecond)
 	}
 }
 

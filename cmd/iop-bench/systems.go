@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,9 @@ type system struct {
 	name    string
 	targets map[string]target // by scenario kind: "n" normalized/default, "t" tunnel
 	procs   []*proc
+	// fresh starts a new, idle instance of the same system, so memory per
+	// stream is measured on a process whose heap no earlier scenario grew.
+	fresh func(ctx context.Context) (*system, error)
 }
 
 func (s *system) pids() []int {
@@ -87,10 +91,11 @@ func iopTargets(url string) map[string]target {
 func startIOPDev(ctx context.Context, iop, dir, upstream string) (*system, error) {
 	listen := freePort()
 	_, _, dev := iopConfigs(dir, upstream, listen, "127.0.0.1:0")
-	p, _, err := start(ctx, "iop dev", "", nil, iop, "dev", "--config", dev)
+	p, out, err := start(ctx, "iop dev", "", nil, iop, "dev", "--config", dev)
 	if err != nil {
 		return nil, err
 	}
+	go drain(out)
 	s := &system{name: "iop dev", procs: []*proc{p}, targets: iopTargets("http://" + listen)}
 	return s, waitHTTP(ctx, "http://"+listen+"/v1/models", nil)
 }
@@ -100,32 +105,42 @@ func startIOPSplit(ctx context.Context, iop, dir, upstream string) (*system, err
 	sub := filepath.Join(dir, "split")
 	_ = os.MkdirAll(sub, 0o700)
 	gw, node, _ := iopConfigs(sub, upstream, listen, nodeListen)
-	g, _, err := start(ctx, "iop gateway", "", nil, iop, "gateway", "--config", gw)
+	g, gout, err := start(ctx, "iop gateway", "", nil, iop, "gateway", "--config", gw)
 	if err != nil {
 		return nil, err
 	}
-	n, _, err := start(ctx, "iop node", "", nil, iop, "node", "--config", node)
+	go drain(gout)
+	n, nout, err := start(ctx, "iop node", "", nil, iop, "node", "--config", node)
 	if err != nil {
 		g.stop()
 		return nil, err
 	}
+	go drain(nout)
 	s := &system{name: "iop split", procs: []*proc{g, n}, targets: iopTargets("http://" + listen)}
 	return s, waitHTTP(ctx, "http://"+listen+"/v1/models", nil)
 }
 
 func startPortkey(ctx context.Context, dir, upstream string) (*system, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	script := filepath.Join(dir, "node_modules", "@portkey-ai", "gateway", "build", "start-server.js")
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("portkey not installed in %s: %w", dir, errNoSystem)
 	}
 	addr := freePort()
 	port := addr[strings.LastIndexByte(addr, ':')+1:]
-	p, _, err := start(ctx, "portkey", dir, []string{"NODE_ENV=production"}, "node", script, "--port="+port, "--headless")
+	p, out, err := start(ctx, "portkey", dir, []string{"NODE_ENV=production"}, "node", script, "--port="+port, "--headless")
 	if err != nil {
 		return nil, err
 	}
+	go drain(out)
 	h := map[string]string{"x-portkey-provider": "openai", "x-portkey-custom-host": "http://" + upstream + "/v1"}
 	s := &system{name: "portkey 1.15.2", procs: []*proc{p}, targets: map[string]target{
 		"n": {url: "http://" + addr, headers: h, model: "bench"}, "hold-n": {url: "http://" + addr, headers: h, model: "hold-60"}}}
 	return s, waitHTTP(ctx, "http://"+addr+"/", nil)
 }
+
+// drain discards a child's stdout so it never blocks on a full pipe.
+func drain(r io.Reader) { _, _ = io.Copy(io.Discard, r) }

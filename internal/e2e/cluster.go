@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"sync"
@@ -37,6 +38,8 @@ type Options struct {
 	TCPNodeLink bool
 	// WallDelay is the wall's token delay (default 2ms).
 	WallDelay time.Duration
+	// Log receives the edge's and the nodes' logs (default: discarded).
+	Log *slog.Logger
 }
 
 // Cluster is a running edge with nodes.
@@ -51,12 +54,14 @@ type Cluster struct {
 	nodeLis   *bufconn.Listener
 	nodeAddr  string
 	stopEdge  context.CancelFunc
+	edgeStop  sync.Once
 	edgeDone  chan error
 	nodeStops map[string]context.CancelFunc
 	nodeDone  map[string]chan error
 
 	connMu sync.Mutex
 	conns  map[string][]net.Conn // node id → its link connections
+	log    *slog.Logger
 }
 
 // WallProvider returns a provider config for the cluster's wall.
@@ -111,7 +116,8 @@ func Start(t testing.TB, opts Options, build func(c *Cluster) []NodeSpec) *Clust
 	if opts.Gateway != nil {
 		opts.Gateway(&cfg)
 	}
-	gopts := gateway.Options{}
+	gopts := gateway.Options{Log: opts.Log}
+	c.log = opts.Log
 	if !opts.TCPNodeLink {
 		c.nodeLis = bufconn.Listen(1 << 20)
 		gopts.NodeListener = c.nodeLis
@@ -157,7 +163,7 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 	if err := nc.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	opts := nodeagent.Options{NoMetricsServer: true}
+	opts := nodeagent.Options{NoMetricsServer: true, Log: c.log}
 	opts.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
 		var conn net.Conn
 		var err error
@@ -232,19 +238,27 @@ func (c *Cluster) WaitIdle(t testing.TB) {
 	}
 }
 
+// StopEdge stops the edge gracefully (nodes keep running) and waits. It
+// is idempotent and safe to call concurrently with Stop.
+func (c *Cluster) StopEdge() {
+	c.edgeStop.Do(func() {
+		if c.stopEdge == nil {
+			return
+		}
+		c.stopEdge()
+		select {
+		case <-c.edgeDone:
+		case <-time.After(30 * time.Second):
+		}
+	})
+}
+
 // Stop stops nodes and the edge.
 func (c *Cluster) Stop() {
 	for id := range c.nodeStops {
 		c.StopNode(id)
 	}
-	if c.stopEdge != nil {
-		c.stopEdge()
-		select {
-		case <-c.edgeDone:
-		case <-time.After(10 * time.Second):
-		}
-		c.stopEdge = nil
-	}
+	c.StopEdge()
 }
 
 // Sim returns a sim provider config.

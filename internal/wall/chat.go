@@ -74,6 +74,12 @@ func (x *exchange) chat() {
 	case "tool-call-then-stall", "tools":
 		x.toolCalls()
 		return
+	case "flood":
+		// Big chunks until the client goes away (slow-reader tests).
+		big := strings.Repeat("x", 64<<10)
+		for i := 0; i < 4096 && x.data(x.chunk(map[string]any{"content": big}, nil)); i++ {
+		}
+		return
 	case "huge-line":
 		x.data(x.chunk(map[string]any{"role": "assistant", "content": strings.Repeat("x", 2<<20)}, nil))
 		x.data(x.chunk(map[string]any{}, "stop"))

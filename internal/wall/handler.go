@@ -22,8 +22,8 @@ func (w *Wall) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &req)
 	a := &Attempt{Path: r.URL.Path, Model: req.Model, Start: time.Now(), Header: r.Header.Clone(), Body: body, done: make(chan struct{})}
 	f := parseFault(req.Model)
-	if w.Fault != "" {
-		f = parseFault(w.Fault)
+	if fault := w.currentFault(); fault != "" {
+		f = parseFault(fault)
 	}
 	a.Fault = f.name
 	n := 0

@@ -61,8 +61,10 @@ type Wall struct {
 	// answer (the model name is the fault selector).
 	Models []string
 	// Fault, when set, applies to every request whatever its model, so two
-	// walls can serve the same model differently.
+	// walls can serve the same model differently. Set it before serving;
+	// SetFault changes it while serving.
 	Fault string
+	fault atomic.Pointer[string]
 
 	mu       sync.Mutex // guards the following fields
 	attempts []*Attempt
@@ -138,4 +140,15 @@ func parseFault(model string) fault {
 var fixedFaults = map[string]bool{
 	"ctx-length-400": true, "content-filter-400": true, "html-502": true,
 	"429-retry-after": true, "500-once": true, "503-persist": true,
+}
+
+// SetFault changes the fault applied to every request ("" for none) while
+// the wall is serving.
+func (w *Wall) SetFault(f string) { w.fault.Store(&f) }
+
+func (w *Wall) currentFault() string {
+	if f := w.fault.Load(); f != nil {
+		return *f
+	}
+	return w.Fault
 }
