@@ -102,8 +102,16 @@ func (a *Agent) runEdge(ctx context.Context, e EdgeConfig) error {
 			return nil
 		}
 		if welcomed {
-			retry = 0 // the transport's own backoff paces reconnects
+			// The transport's own backoff paces reconnects, but its first
+			// retry has no jitter: start after a random fraction of the base
+			// delay so a fleet that lost the same edge does not come back in
+			// lockstep.
+			retry = 0
 			log.Warn("edge session ended", slog.String("error", err.Error()))
+			select {
+			case <-time.After(time.Duration(rand.Int64N(int64(wire.NodeBackoff.BaseDelay)))):
+			case <-ctx.Done():
+			}
 			continue
 		}
 		delay := backoffDelay(retry)
