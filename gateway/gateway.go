@@ -140,6 +140,9 @@ func (g *Gateway) Handler() http.Handler { return g.echo }
 // Pool returns the provider pool.
 func (g *Gateway) Pool() *Pool { return g.pool }
 
+// Hub returns the node link hub.
+func (g *Gateway) Hub() *Hub { return g.hub }
+
 // Addr returns the bound address of a listener: "http", "node", "admin".
 func (g *Gateway) Addr(name string) net.Addr {
 	g.mu.Lock()
