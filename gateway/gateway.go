@@ -238,8 +238,9 @@ func ignoreClosed(err error) error {
 }
 
 // newHTTPServer applies the server limits: a header timeout and size
-// bound, an idle timeout, and no WriteTimeout (it would kill long
-// streams; the runtime sets per-write deadlines instead).
+// bound, an idle timeout, no WriteTimeout (it would kill long streams;
+// the runtime sets per-write deadlines instead), and, for HTTP/2 over TLS,
+// an explicit bound of 250 concurrent streams per connection.
 func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
 	l := g.cfg.Limits
 	return &http.Server{
@@ -247,6 +248,7 @@ func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		IdleTimeout:       l.IdleTimeout,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 250},
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 }
