@@ -102,7 +102,7 @@ func memoryPerStream(ctx context.Context, v variant, pl plan, r results) {
 			sys.stop()
 			return
 		}
-		runLoad(ctx, sys.targets[v.key], loadSpec{stream: true, concurrency: 8, requests: 64, chunks: 4})
+		runLoad(ctx, sys.targets[v.key], loadSpec{concurrency: 8, requests: 64})
 		time.Sleep(500 * time.Millisecond)
 		before, _ := sys.mem()
 		stop, err := holdStreams(ctx, t, n)
