@@ -71,6 +71,7 @@ func render(env string, pl plan, vs []variant, res results, chunks int) report {
 	fmt.Fprintf(&b, "Machine: %s. Everything on 127.0.0.1; every system is its own process; the fake upstream answers instantly (%d chunks of 16 bytes per stream). ", env, chunks)
 	fmt.Fprintf(&b, "Systems are interleaved with rotating order over %d repetition(s); figures are medians. CPU is user+system time from /proc of the system's processes (iop split: gateway and node summed). Ratios are against the naive `httputil.ReverseProxy` measured in the same run.\n\n", pl.reps)
 	fmt.Fprintf(&b, "![ratios against the naive proxy](%s)\n\n", "benchmarks.svg")
+	b.WriteString("Where the time goes, why the goals below are missed, and what was changed because of the profiles: [performance.md](performance.md).\n\n")
 
 	b.WriteString("## Non-streaming (JSON)\n\n")
 	t := table{head: []string{"system", "c=1 p50 ms", "c=1 p99 ms", "added p50 ms", "req/s c=16", "req/s c=64", "× proxy req/s c=64", "CPU µs/req", "× proxy CPU/req"}}
