@@ -317,11 +317,11 @@ func TestCancelRunByRunID(t *testing.T) {
 // not delay another attempt on the same connection.
 func TestNoHeadOfLineBlocking(t *testing.T) {
 	w, srv := startWall(t)
-	big := make([]string, 4000)
+	big := make([]string, 32000)
 	for i := range big {
 		big[i] = strings.Repeat("x", 512)
 	}
-	w.Tokens = big // 2 MiB: far beyond HTTP/2 flow-control windows
+	w.Tokens = big // 16 MiB: far beyond the edge's 1 MiB stream window and loopback socket buffers
 	w.TokenDelay = 0
 	l := startLink(t, baseConfig(ProviderConfig{ID: "vllm", Adapter: "openai", BaseURL: srv.URL + "/v1", Models: []string{"ok"}}, simProvider("sim-a", SimConfig{})), Options{})
 	s := l.session(t)

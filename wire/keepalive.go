@@ -34,6 +34,16 @@ const (
 	// in-flight attempt plus the session), so one node connection carries at
 	// most 16,383 concurrent attempts; grpc-go's default is unlimited.
 	EdgeMaxConcurrentStreams = 16384
+	// EdgeStreamWindow is the edge's receive window per attempt stream: at
+	// most this much of an attempt's output waits at the edge for a slow
+	// client before backpressure reaches the node and its provider. A
+	// fixed window also turns off grpc-go's BDP estimation, which would
+	// otherwise grow it to 16 MiB per stream on a fast link.
+	EdgeStreamWindow = 1 << 20
+	// EdgeConnWindow is the edge's receive window per node connection.
+	// grpc-go replenishes it as data arrives, not as streams are read, so
+	// a stuck stream never blocks the others.
+	EdgeConnWindow = 16 << 20
 	// MaxMessageSize bounds one message in either direction (a request
 	// body snapshot, or one response chunk).
 	MaxMessageSize = 64 << 20
@@ -45,6 +55,8 @@ func EdgeServerOptions() []grpc.ServerOption {
 		grpc.KeepaliveParams(EdgeKeepalive),
 		grpc.KeepaliveEnforcementPolicy(EdgeEnforcement),
 		grpc.MaxConcurrentStreams(EdgeMaxConcurrentStreams),
+		grpc.InitialWindowSize(EdgeStreamWindow),
+		grpc.InitialConnWindowSize(EdgeConnWindow),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 	}

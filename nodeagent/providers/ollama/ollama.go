@@ -11,7 +11,6 @@ package ollama
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -90,26 +89,14 @@ func (p *Provider) HandleCommand(ctx context.Context, cmd *execution.CommandRequ
 // ":latest"), unavailable when not.
 func (p *Provider) ProbeTarget(ctx context.Context, req execution.ProbeRequest) (execution.ProbeResult, error) {
 	res := execution.ProbeResult{Adapter: "ollama", InstanceKey: p.cfg.InstanceKey, Target: req.Target}
-	hreq, err := httpx.NewRequest(ctx, http.MethodGet, p.base+"/api/tags", nil, nil, p.cfg.Credentials)
-	if err != nil {
-		return res, err
-	}
-	resp, err := p.cfg.Client.Do(hreq)
-	if err != nil {
-		return res, fmt.Errorf("probe: %s", httpx.Unreachable(err).Message)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return res, fmt.Errorf("probe: upstream status %d", resp.StatusCode)
-	}
 	var tags struct {
 		Models []struct {
 			Name  string `json:"name"`
 			Model string `json:"model"`
 		} `json:"models"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 8<<20)).Decode(&tags); err != nil {
-		return res, fmt.Errorf("probe: decoding tags: %w", err)
+	if err := httpx.ProbeJSON(ctx, p.cfg.Client, p.base+"/api/tags", p.cfg.Credentials, &tags); err != nil {
+		return res, err
 	}
 	res.Status = execution.HealthUnavailable
 	want := withTag(req.Target)

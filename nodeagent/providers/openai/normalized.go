@@ -23,25 +23,8 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 	if err != nil {
 		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
 	}
-	hreq, err := httpx.NewRequest(ctx, http.MethodPost, p.base+"/chat/completions", map[string][]string{"Accept": {"text/event-stream"}}, body, p.cfg.Credentials)
-	if err != nil {
-		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
-	}
-	resp, err := p.cfg.Client.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return httpx.Unreachable(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		ue := httpx.ParseUpstreamError(resp.StatusCode, resp.Header, httpx.ReadErrorBody(resp.Body))
-		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
-		return nil
-	}
-	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, Model: req.Model})
-	return p.readStream(ctx, resp, emit)
+	return httpx.Run(ctx, p.cfg.Client, p.base+"/chat/completions", "text/event-stream", body, p.cfg.Credentials, req.Model, emit,
+		func(resp *http.Response) error { return p.readStream(ctx, resp, emit) })
 }
 
 // readStream turns upstream SSE chunks into events until [DONE]. A stream

@@ -8,8 +8,6 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -72,25 +70,13 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 // exact target is available when listed, unavailable when not.
 func (p *Provider) ProbeTarget(ctx context.Context, req execution.ProbeRequest) (execution.ProbeResult, error) {
 	res := execution.ProbeResult{Adapter: p.cfg.Adapter, InstanceKey: p.cfg.InstanceKey, Target: req.Target}
-	hreq, err := httpx.NewRequest(ctx, http.MethodGet, p.base+"/models", nil, nil, p.cfg.Credentials)
-	if err != nil {
-		return res, err
-	}
-	resp, err := p.cfg.Client.Do(hreq)
-	if err != nil {
-		return res, fmt.Errorf("probe: %s", httpx.Unreachable(err).Message)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return res, fmt.Errorf("probe: upstream status %d", resp.StatusCode)
-	}
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 8<<20)).Decode(&list); err != nil {
-		return res, fmt.Errorf("probe: decoding model list: %w", err)
+	if err := httpx.ProbeJSON(ctx, p.cfg.Client, p.base+"/models", p.cfg.Credentials, &list); err != nil {
+		return res, err
 	}
 	res.Status = execution.HealthUnavailable
 	for _, m := range list.Data {
