@@ -8,9 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/nodeagent"
 )
 
 // h2specModule is the pinned conformance tool (RELIABILITY.md R24).
@@ -37,13 +34,7 @@ func TestH2Spec(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building h2spec: %v\n%s", err, out)
 	}
-	dir := t.TempDir()
-	ca := newCA(t, dir, "iop-ca")
-	cert, key := ca.issue(t, dir, "edge", true)
-	c := Start(t, Options{Gateway: func(g *gateway.Config) { g.TLS = gateway.TLSConfig{CertFile: cert, KeyFile: key} }},
-		func(c *Cluster) []NodeSpec {
-			return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}}
-		})
+	c, _ := tlsSimCluster(t)
 	_, port, _ := strings.Cut(strings.TrimPrefix(c.URL, "http://"), ":")
 	out, _ := exec.Command(bin, "-h", "127.0.0.1", "-p", port, "-t", "-k", "-P", "/v1/models").CombinedOutput()
 	m := regexp.MustCompile(`(\d+) tests, (\d+) passed, (\d+) skipped, (\d+) failed`).FindSubmatch(out)

@@ -18,12 +18,10 @@ import (
 	"github.com/iopgw/iop/nodeagent"
 )
 
-// TestHTTP2RapidReset is RELIABILITY.md R25: over TLS with HTTP/2, one
-// connection opens and immediately resets streams as fast as it can for
-// 2 s (the CVE-2023-44487 pattern). Goroutines stay under baseline + the
-// 250-stream bound, and a legitimate request on another connection keeps
-// completing in under a second.
-func TestHTTP2RapidReset(t *testing.T) {
+// tlsSimCluster starts an edge serving its public API over TLS (so
+// HTTP/2) with one sim node; it returns the CA that signed the edge.
+func tlsSimCluster(t *testing.T) (*Cluster, *testCA) {
+	t.Helper()
 	dir := t.TempDir()
 	ca := newCA(t, dir, "iop-ca")
 	cert, key := ca.issue(t, dir, "edge", true)
@@ -31,6 +29,16 @@ func TestHTTP2RapidReset(t *testing.T) {
 		func(c *Cluster) []NodeSpec {
 			return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}}
 		})
+	return c, ca
+}
+
+// TestHTTP2RapidReset is RELIABILITY.md R25: over TLS with HTTP/2, one
+// connection opens and immediately resets streams as fast as it can for
+// 2 s (the CVE-2023-44487 pattern). Goroutines stay under baseline + the
+// 250-stream bound, and a legitimate request on another connection keeps
+// completing in under a second.
+func TestHTTP2RapidReset(t *testing.T) {
+	c, ca := tlsSimCluster(t)
 	addr := strings.TrimPrefix(c.URL, "http://")
 	pem, _ := os.ReadFile(ca.file)
 	roots := x509.NewCertPool()
