@@ -2,7 +2,9 @@
 // accepts silently but a gateway must refuse: invalid UTF-8 (which Go
 // would turn into U+FFFD), lone UTF-16 surrogate escapes (likewise),
 // duplicate object keys (so the edge and the provider could see different
-// values), and nesting deeper than a limit (stack and CPU abuse).
+// values), and nesting deeper than a limit (stack and CPU abuse). For the
+// other direction it has Marshal, which renders without HTML escaping so
+// model text reaches clients as written.
 package jsonstrict
 
 import (

@@ -81,3 +81,13 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestMarshalKeepsHTML(t *testing.T) {
+	b, err := Marshal(map[string]string{"a": "<b>&</b>"})
+	if err != nil || string(b) != `{"a":"<b>&</b>"}` {
+		t.Fatalf("%s %v", b, err)
+	}
+	if _, err := Marshal(func() {}); err == nil {
+		t.Fatal("an unencodable value was accepted")
+	}
+}

@@ -28,7 +28,7 @@ func (e *Error) Error() string { return e.Message }
 
 // Body renders {"error":"..."}.
 func (e *Error) Body() []byte {
-	b, _ := marshal(map[string]string{"error": e.Message})
+	b, _ := jsonstrict.Marshal(map[string]string{"error": e.Message})
 	return b
 }
 
@@ -187,7 +187,7 @@ func (s *Stream) line(dst []byte, content, thinking string, done bool, extra map
 	for k, v := range extra {
 		m[k] = v
 	}
-	b, _ := marshal(m)
+	b, _ := jsonstrict.Marshal(m)
 	s.started = true
 	dst = append(dst, b...)
 	return append(dst, '\n')
@@ -248,7 +248,7 @@ func (s *Stream) toolCalls() []any {
 		t := s.tools[i]
 		args := json.RawMessage(t.args.String())
 		if !json.Valid(args) {
-			args, _ = marshal(t.args.String())
+			args, _ = jsonstrict.Marshal(t.args.String())
 		}
 		out = append(out, map[string]any{"function": map[string]any{"name": t.name, "arguments": args}})
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/iopgw/iop/codec/jsonstrict"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -104,7 +105,7 @@ func (s *ChatStream) chunk(d deltaWire, finish *string) []byte {
 }
 
 func sseData(v any) []byte {
-	b, _ := marshal(v)
+	b, _ := jsonstrict.Marshal(v)
 	out := make([]byte, 0, len(b)+8)
 	out = append(out, "data: "...)
 	out = append(out, b...)
@@ -196,7 +197,7 @@ func (s *ChatStream) appendFinish(dst []byte, reason string) []byte {
 	r := s.finishReason(reason)
 	dst = append(dst, s.chunk(deltaWire{}, &r)...)
 	if s.IncludeUsage {
-		u, _ := marshal(CompletionUsage(s.usage))
+		u, _ := jsonstrict.Marshal(CompletionUsage(s.usage))
 		dst = append(dst, sseData(chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model,
 			Choices: []chunkChoice{}, Usage: u})...)
 	}
@@ -324,7 +325,7 @@ func (a *ChatAccumulator) Body() []byte {
 			finish = "tool_calls"
 		}
 	}
-	b, _ := marshal(completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model,
+	b, _ := jsonstrict.Marshal(completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: finish}}, Usage: CompletionUsage(a.usage)})
 	return b
 }

@@ -9,6 +9,8 @@ package openai
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/iopgw/iop/codec/jsonstrict"
 )
 
 // Error is an OpenAI-shaped error: an HTTP status and the four fields of
@@ -66,7 +68,7 @@ func (e *Error) wire() wireError {
 
 // Body renders {"error":{...}}.
 func (e *Error) Body() []byte {
-	b, _ := marshal(struct {
+	b, _ := jsonstrict.Marshal(struct {
 		Error wireError `json:"error"`
 	}{e.wire()})
 	return b

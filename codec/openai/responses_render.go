@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopgw/iop/codec/jsonstrict"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -193,7 +194,7 @@ func (s *ResponsesStream) event(dst []byte, typ string, fields map[string]any) [
 	fields["type"] = typ
 	fields["sequence_number"] = s.seq
 	s.seq++
-	b, _ := marshal(fields)
+	b, _ := jsonstrict.Marshal(fields)
 	dst = append(dst, "event: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
@@ -367,6 +368,6 @@ func (a *ResponseAccumulator) HasToolCalls() bool {
 // Body renders the final Response JSON.
 func (a *ResponseAccumulator) Body() []byte {
 	status, incomplete := terminalStatus(a.s.r.finish)
-	b, _ := marshal(a.s.r.object(status, nil, incomplete))
+	b, _ := jsonstrict.Marshal(a.s.r.object(status, nil, incomplete))
 	return b
 }
