@@ -89,7 +89,9 @@ func (s *UsageSniffer) Usage() *execution.TokenUsage {
 	return s.usage
 }
 
-type usageAny struct {
+// Usage is a usage object as OpenAI-style upstreams send it, in Chat
+// Completions (prompt/completion) or Responses (input/output) naming.
+type Usage struct {
 	PromptTokens        int64 `json:"prompt_tokens"`
 	CompletionTokens    int64 `json:"completion_tokens"`
 	InputTokens         int64 `json:"input_tokens"`
@@ -110,16 +112,16 @@ func parseUsage(b []byte) *execution.TokenUsage {
 	// Decode only the usage object (the last one in the body), not the
 	// whole answer.
 	if i := bytes.LastIndex(b, usageKey); i >= 0 {
-		var u usageAny
+		var u Usage
 		dec := json.NewDecoder(bytes.NewReader(b[i+len(usageKey):]))
 		if dec.Decode(&u) == nil && (u.TotalTokens > 0 || u.PromptTokens > 0 || u.InputTokens > 0 || u.CompletionTokens > 0 || u.OutputTokens > 0) {
-			return fromUsageAny(&u)
+			return u.TokenUsage()
 		}
 	}
 	var v struct {
-		Usage    *usageAny `json:"usage"`
+		Usage    *Usage `json:"usage"`
 		Response *struct {
-			Usage *usageAny `json:"usage"`
+			Usage *Usage `json:"usage"`
 		} `json:"response"`
 		PromptEvalCount *int64 `json:"prompt_eval_count"`
 		EvalCount       *int64 `json:"eval_count"`
@@ -145,10 +147,11 @@ func parseUsage(b []byte) *execution.TokenUsage {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
 		return out
 	}
-	return fromUsageAny(u)
+	return u.TokenUsage()
 }
 
-func fromUsageAny(u *usageAny) *execution.TokenUsage {
+// TokenUsage converts u; a missing total is the sum of its parts.
+func (u *Usage) TokenUsage() *execution.TokenUsage {
 	out := &execution.TokenUsage{PromptTokens: u.PromptTokens + u.InputTokens, CompletionTokens: u.CompletionTokens + u.OutputTokens, TotalTokens: u.TotalTokens}
 	if u.PromptTokensDetails != nil {
 		out.CachedTokens = u.PromptTokensDetails.CachedTokens

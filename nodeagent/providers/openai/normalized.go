@@ -83,17 +83,7 @@ type chunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		TotalTokens         int64 `json:"total_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails *struct {
-			ReasoningTokens int64 `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
+	Usage *httpx.Usage `json:"usage"`
 }
 
 // handle processes one SSE data payload. It reports done on [DONE].
@@ -115,14 +105,7 @@ func (st *streamState) handle(data string, emit *execution.Emitter) (bool, error
 		return false, execution.UpstreamFailure(ue)
 	}
 	if c.Usage != nil {
-		u := &execution.TokenUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.TotalTokens}
-		if d := c.Usage.PromptTokensDetails; d != nil {
-			u.CachedTokens = d.CachedTokens
-		}
-		if d := c.Usage.CompletionTokensDetails; d != nil {
-			u.ReasoningTokens = d.ReasoningTokens
-		}
-		st.usage = u
+		st.usage = c.Usage.TokenUsage()
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
