@@ -36,7 +36,10 @@ func TestH2Spec(t *testing.T) {
 	}
 	c, _ := tlsSimCluster(t)
 	_, port, _ := strings.Cut(strings.TrimPrefix(c.URL, "http://"), ":")
-	out, _ := exec.Command(bin, "-h", "127.0.0.1", "-p", port, "-t", "-k", "-P", "/v1/models").CombinedOutput()
+	// A path whose handler reads the request body: Go checks a body against
+	// its content-length only as it is read, so a handler that answers
+	// without reading (GET /v1/models) races h2spec's 8.1.2.6 cases.
+	out, _ := exec.Command(bin, "-h", "127.0.0.1", "-p", port, "-t", "-k", "-P", "/v1/chat/completions").CombinedOutput()
 	m := regexp.MustCompile(`(\d+) tests, (\d+) passed, (\d+) skipped, (\d+) failed`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("no h2spec summary:\n%s", out)
