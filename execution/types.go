@@ -52,6 +52,20 @@ type RunRequest struct {
 	Messages []Message
 	Params   GenerationParams
 
+	// ChatBody is the request as an OpenAI Chat Completions body: the
+	// client's own, or a lossless translation of a Responses or Ollama
+	// request. OpenAI-family providers send it upstream with only the
+	// model and streaming fields set, so fields the runtime does not model
+	// pass unchanged; providers of other families map what they can from
+	// it. Nil from a sender that predates it.
+	ChatBody []byte
+	// Header holds client request headers forwarded upstream (trace
+	// context, request id, OpenAI-Beta, Idempotency-Key); never
+	// credentials.
+	Header map[string][]string
+	// Stream reports whether the client asked for a stream.
+	Stream bool
+
 	// ResponseStallTimeoutMS is the provider's effective stall timeout.
 	// Zero on the wire means the node applies DefaultResponseStallTimeoutMS.
 	ResponseStallTimeoutMS int64
@@ -122,7 +136,14 @@ func (t EventType) IsTerminal() bool {
 type RunEvent struct {
 	Type EventType
 
-	Model     string          // start: the model that answers
+	Model string // start: the model that answers
+	// start: the upstream's identity of the answer, when it reported one
+	// (renderers whose format has the field keep it).
+	ResponseID        string
+	Created           int64
+	SystemFingerprint string
+	ServiceTier       string
+
 	Delta     string          // delta: assistant text fragment
 	Reasoning string          // delta: reasoning text fragment
 	ToolCalls []ToolCallDelta // delta: tool-call fragments

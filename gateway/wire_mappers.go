@@ -7,7 +7,8 @@ import (
 
 func runRequestToProto(r *execution.RunRequest, l *Lease, attemptID string) *wire.RunRequest {
 	m := &wire.RunRequest{RunId: r.RunID, AttemptId: attemptID, SessionId: r.SessionID, ProviderId: l.LocalProviderID,
-		Model: l.Target, ResponseStallTimeoutMs: l.StallTimeout.Milliseconds()}
+		Model: l.Target, ResponseStallTimeoutMs: l.StallTimeout.Milliseconds(), ChatBody: r.ChatBody,
+		Headers: headersToProto(r.Header), Stream: r.Stream}
 	for _, msg := range r.Messages {
 		wm := &wire.Message{Role: msg.Role, Content: msg.Content, Images: msg.Images, Name: msg.Name, ToolCallId: msg.ToolCallID}
 		for _, tc := range msg.ToolCalls {
@@ -65,7 +66,8 @@ func failureFromProto(msg string, f *wire.ExecutionFailure, d *wire.ErrorDetail)
 
 func runEventFromProto(m *wire.RunEvent) execution.RunEvent {
 	ev := execution.RunEvent{Type: execution.EventType(m.GetType()), Model: m.GetModel(), Delta: m.GetDelta(), Reasoning: m.GetReasoning(),
-		Message: m.GetMessage(), Usage: usageFromProto(m.GetUsage()), FinishReason: m.GetFinishReason(), Error: m.GetError()}
+		Message: m.GetMessage(), Usage: usageFromProto(m.GetUsage()), FinishReason: m.GetFinishReason(), Error: m.GetError(),
+		ResponseID: m.GetResponseId(), Created: m.GetCreated(), SystemFingerprint: m.GetSystemFingerprint(), ServiceTier: m.GetServiceTier()}
 	for _, tc := range m.GetToolCalls() {
 		ev.ToolCalls = append(ev.ToolCalls, execution.ToolCallDelta{Index: int(tc.GetIndex()), ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArguments()})
 	}

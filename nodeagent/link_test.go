@@ -158,10 +158,9 @@ func TestOpenAIProviderUpstreamFailures(t *testing.T) {
 		{"429-retry-after", 429, "rate_limit_exceeded"},
 		{"503-persist", 503, "server_is_overloaded"},
 		{"html-502", 502, ""},
-		{"midstream-error", 200, "server_error"},
+		{"midstream-error", 500, "server_error"}, // an error event in a 200 stream: its type's status class
 		{"truncate-clean", 200, ""},
 		{"cut-after-2", 200, ""},
-		{"malformed-at-2", 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
@@ -172,6 +171,17 @@ func TestOpenAIProviderUpstreamFailures(t *testing.T) {
 				t.Fatalf("terminal %v", last)
 			}
 		})
+	}
+}
+
+// TestOpenAIProviderSkipsMalformedEvent: one event that is not JSON is
+// skipped (as the official clients skip it) and the rest is delivered.
+func TestOpenAIProviderSkipsMalformedEvent(t *testing.T) {
+	_, srv := startWall(t)
+	l := startLink(t, baseConfig(ProviderConfig{ID: "vllm", Adapter: "openai", BaseURL: srv.URL + "/v1", Models: []string{"ok"}}), Options{})
+	evs := l.edge.dispatch(t, l.session(t), runDown("vllm", "malformed-at-2", 0)).events(t)
+	if last := evs[len(evs)-1]; last.GetType() != "complete" {
+		t.Fatalf("terminal %v", last)
 	}
 }
 

@@ -55,6 +55,9 @@ func runRequestFromProto(m *wire.RunRequest) (*execution.RunRequest, error) {
 		SessionID:              m.GetSessionId(),
 		ProviderID:             m.GetProviderId(),
 		Model:                  m.GetModel(),
+		ChatBody:               m.GetChatBody(),
+		Header:                 headersFromProto(m.GetHeaders()),
+		Stream:                 m.GetStream(),
 		ResponseStallTimeoutMS: ms,
 	}
 	for _, msg := range m.GetMessages() {
@@ -111,6 +114,7 @@ func runEventToProto(ev execution.RunEvent, id attemptIdentity) *wire.RunEvent {
 		Type: string(ev.Type), Model: ev.Model, Delta: ev.Delta, Reasoning: ev.Reasoning,
 		Message: ev.Message, Usage: usageToProto(ev.Usage), FinishReason: ev.FinishReason,
 		Error: ev.Error, Failure: failureToProto(ev.Failure, id), Detail: detailToProto(ev.Failure),
+		ResponseId: ev.ResponseID, Created: ev.Created, SystemFingerprint: ev.SystemFingerprint, ServiceTier: ev.ServiceTier,
 	}
 	for _, tc := range ev.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, &wire.ToolCallDelta{Index: int32(tc.Index), Id: tc.ID, Name: tc.Name, Arguments: tc.Arguments})

@@ -1,12 +1,10 @@
 package streamgate
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"github.com/iopgw/iop/execution"
@@ -231,123 +229,3 @@ func failureOutcome(f *execution.ExecutionFailure) outcome {
 	return outcome{kind: outAbnormal, code: "upstream_error"}
 }
 
-// tunnelState is the per-attempt state of a tunnelled response.
-type tunnelState struct {
-	surface Surface
-	mode    int // tunnelHead, tunnelError, tunnelBuffer, tunnelStream
-	status  int
-	header  http.Header
-	buf     []byte
-	seq     *seqTracker
-	end     endTracker // did the stream carry its own terminal?
-}
-
-const (
-	tunnelHead = iota
-	tunnelError
-	tunnelBuffer
-	tunnelStream
-)
-
-// maxTunnelBuffer bounds a buffered (non-streaming or error) tunnel body;
-// past it the body streams through, committed.
-const maxTunnelBuffer = 8 << 20
-
-func newTunnelState(s Surface) *tunnelState { return &tunnelState{surface: s, seq: &seqTracker{}} }
-
-// frame handles one tunnel frame; non-nil when the attempt ended.
-func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
-	t, rt := ar.tun, ar.rt
-	switch f.Type {
-	case execution.FrameTypeResponseStart:
-		t.status, t.header = f.Status, http.Header(f.Header)
-		switch {
-		case f.Status >= 400:
-			t.mode = tunnelError
-		case isStreamingType(t.header.Get("Content-Type")):
-			t.mode = tunnelStream
-			rt.resp.setHead(f.Status, t.header)
-		default:
-			t.mode = tunnelBuffer
-			rt.resp.setHead(f.Status, t.header)
-		}
-	case execution.FrameTypeBody:
-		return ar.tunnelBody(f.Body)
-	case execution.FrameTypeEnd:
-		return ar.tunnelEnd()
-	case execution.FrameTypeError:
-		o := failureOutcome(f.Failure)
-		return &o
-	}
-	return nil
-}
-
-func isStreamingType(ct string) bool {
-	ct = strings.ToLower(ct)
-	return strings.Contains(ct, "event-stream") || strings.Contains(ct, "ndjson")
-}
-
-func (ar *attemptRun) tunnelBody(p []byte) *outcome {
-	t, rt := ar.tun, ar.rt
-	switch t.mode {
-	case tunnelError, tunnelBuffer:
-		t.buf = append(t.buf, p...)
-		if len(t.buf) <= maxTunnelBuffer {
-			return nil
-		}
-		if t.mode == tunnelError {
-			// An error body this large is not an error body we can retry on.
-			rt.resp.setHead(t.status, t.header)
-		}
-		t.mode, p, t.buf = tunnelStream, t.buf, nil
-	case tunnelHead:
-		return &outcome{kind: outAbnormal, code: "upstream_error"}
-	}
-	if t.surface == SurfaceResponses {
-		t.seq.observe(p)
-	}
-	if hasToolCall(p) {
-		rt.sawToolCall = true
-	}
-	t.end.observe(p)
-	if err := ar.out(p); err != nil {
-		return &outcome{kind: outCancelled}
-	}
-	return nil
-}
-
-func (ar *attemptRun) tunnelEnd() *outcome {
-	t, rt := ar.tun, ar.rt
-	switch t.mode {
-	case tunnelError:
-		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf, code: "upstream_error"}
-	case tunnelBuffer:
-		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
-			return &outcome{kind: outCancelled}
-		}
-	case tunnelStream:
-		if !t.end.seen() && t.status < 300 {
-			// A clean close without the stream's own terminal is a
-			// truncation, never a success.
-			return &outcome{kind: outAbnormal, code: "upstream_error"}
-		}
-		if err := ar.finishOut(nil); err != nil {
-			return &outcome{kind: outCancelled}
-		}
-		if rt.resp.State() == TransportUncommitted {
-			// A streaming answer with an empty body: send its head.
-			_ = rt.resp.respond(t.status, t.header, nil)
-		}
-	default:
-		return &outcome{kind: outAbnormal, code: "upstream_error"}
-	}
-	rt.resp.terminal()
-	return &outcome{kind: outSuccess}
-}
-
-// hasToolCall reports whether tunnelled bytes carry tool-call output
-// (chat tool_calls deltas, Responses function_call items, Ollama
-// tool_calls): output with side effects outside the gateway's control.
-func hasToolCall(p []byte) bool {
-	return bytes.Contains(p, []byte(`"tool_calls":[`)) || bytes.Contains(p, []byte(`"type":"function_call"`))
-}

@@ -40,7 +40,7 @@ func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 		}
 	} else if ar != nil && ar.tun != nil {
 		ct := ar.tun.header.Get("Content-Type")
-		b = tunnelTypedError(rt.req.Surface, ct, ar.tun.seq, code, typ, msg)
+		b = tunnelTypedError(rt.req.Surface, ct, ar.tun.nextSeq(), code, typ, msg)
 		if isNDJSON(ct) {
 			boundary = "\n"
 		}

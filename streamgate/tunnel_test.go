@@ -63,12 +63,12 @@ func TestTunnelAbnormalEndAfterCommit(t *testing.T) {
 	hdr := map[string][]string{"Content-Type": {"text/event-stream"}}
 	items := []Item{
 		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200, Header: hdr}),
-		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hel")}),
+		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {\"choices\":[{\"delta\":{\"content\":\"He\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"l")}),
 		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "reset", Failure: execution.UpstreamFailure(&execution.UpstreamError{Status: 200, Message: "reading upstream body: unexpected EOF"})}),
 	}
 	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
 	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
-	want := "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\n\ndata: {\"error\":"
+	want := "data: {\"choices\":[{\"delta\":{\"content\":\"He\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"l\n\ndata: {\"error\":"
 	if !strings.HasPrefix(w.Body.String(), want) || !strings.Contains(w.Body.String(), `"type":"upstream_error"`) {
 		t.Fatalf("body %q", w.Body.String())
 	}

@@ -235,12 +235,17 @@ type ProviderAdvertisement struct {
 	Capacity    int32                  `protobuf:"varint,6,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	// The provider's effective stall timeout in milliseconds.
 	ResponseStallTimeoutMs int64 `protobuf:"varint,7,opt,name=response_stall_timeout_ms,json=responseStallTimeoutMs,proto3" json:"response_stall_timeout_ms,omitempty"`
-	// "normalized" or "provider_tunnel": the path the node's config chose.
+	// "auto", "normalized" or "provider_tunnel": the path policy the node's
+	// config chose. auto tunnels a client surface the upstream serves
+	// natively (see surfaces) and translates the rest.
 	ExecutionPath     string `protobuf:"bytes,8,opt,name=execution_path,json=executionPath,proto3" json:"execution_path,omitempty"`
 	SupportsTunnel    bool   `protobuf:"varint,9,opt,name=supports_tunnel,json=supportsTunnel,proto3" json:"supports_tunnel,omitempty"`
 	SupportsOllamaApi bool   `protobuf:"varint,10,opt,name=supports_ollama_api,json=supportsOllamaApi,proto3" json:"supports_ollama_api,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The API surfaces the upstream serves natively: chat, responses,
+	// completions, embeddings (OpenAI) and ollama (/api/*).
+	Surfaces      []string `protobuf:"bytes,11,rep,name=surfaces,proto3" json:"surfaces,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProviderAdvertisement) Reset() {
@@ -341,6 +346,13 @@ func (x *ProviderAdvertisement) GetSupportsOllamaApi() bool {
 		return x.SupportsOllamaApi
 	}
 	return false
+}
+
+func (x *ProviderAdvertisement) GetSurfaces() []string {
+	if x != nil {
+		return x.Surfaces
+	}
+	return nil
 }
 
 type EdgeMessage struct {
@@ -857,8 +869,18 @@ type RunRequest struct {
 	Params     *GenerationParams      `protobuf:"bytes,7,opt,name=params,proto3" json:"params,omitempty"`
 	// Zero means the node applies the documented default (300000).
 	ResponseStallTimeoutMs int64 `protobuf:"varint,8,opt,name=response_stall_timeout_ms,json=responseStallTimeoutMs,proto3" json:"response_stall_timeout_ms,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// The request as an OpenAI Chat Completions body: the client's own, or
+	// the edge's lossless translation of a Responses or Ollama request.
+	// OpenAI-family providers send it upstream with only the model and the
+	// streaming fields set, so fields iop does not model pass unchanged.
+	ChatBody []byte `protobuf:"bytes,9,opt,name=chat_body,json=chatBody,proto3" json:"chat_body,omitempty"`
+	// Client request headers forwarded upstream (trace context, request id,
+	// OpenAI-Beta, Idempotency-Key); never credentials.
+	Headers []*Header `protobuf:"bytes,10,rep,name=headers,proto3" json:"headers,omitempty"`
+	// The client asked for a stream.
+	Stream        bool `protobuf:"varint,11,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunRequest) Reset() {
@@ -945,6 +967,27 @@ func (x *RunRequest) GetResponseStallTimeoutMs() int64 {
 		return x.ResponseStallTimeoutMs
 	}
 	return 0
+}
+
+func (x *RunRequest) GetChatBody() []byte {
+	if x != nil {
+		return x.ChatBody
+	}
+	return nil
+}
+
+func (x *RunRequest) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *RunRequest) GetStream() bool {
+	if x != nil {
+		return x.Stream
+	}
+	return false
 }
 
 type Message struct {
@@ -1206,9 +1249,14 @@ type RunEvent struct {
 	// Present only for response_stalled failures.
 	Failure *ExecutionFailure `protobuf:"bytes,10,opt,name=failure,proto3" json:"failure,omitempty"`
 	// Details of any other failure of an error event.
-	Detail        *ErrorDetail `protobuf:"bytes,11,opt,name=detail,proto3" json:"detail,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Detail *ErrorDetail `protobuf:"bytes,11,opt,name=detail,proto3" json:"detail,omitempty"`
+	// start: the upstream's identity of the answer, when it reported one.
+	ResponseId        string `protobuf:"bytes,12,opt,name=response_id,json=responseId,proto3" json:"response_id,omitempty"`
+	Created           int64  `protobuf:"varint,13,opt,name=created,proto3" json:"created,omitempty"`
+	SystemFingerprint string `protobuf:"bytes,14,opt,name=system_fingerprint,json=systemFingerprint,proto3" json:"system_fingerprint,omitempty"`
+	ServiceTier       string `protobuf:"bytes,15,opt,name=service_tier,json=serviceTier,proto3" json:"service_tier,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RunEvent) Reset() {
@@ -1316,6 +1364,34 @@ func (x *RunEvent) GetDetail() *ErrorDetail {
 		return x.Detail
 	}
 	return nil
+}
+
+func (x *RunEvent) GetResponseId() string {
+	if x != nil {
+		return x.ResponseId
+	}
+	return ""
+}
+
+func (x *RunEvent) GetCreated() int64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *RunEvent) GetSystemFingerprint() string {
+	if x != nil {
+		return x.SystemFingerprint
+	}
+	return ""
+}
+
+func (x *RunEvent) GetServiceTier() string {
+	if x != nil {
+		return x.ServiceTier
+	}
+	return ""
 }
 
 // ErrorDetail types a failure that is not response_stalled: the execution
@@ -2293,7 +2369,7 @@ const file_nodelink_proto_rawDesc = "" +
 	"\radvertisement\x18\x03 \x01(\v2\x1e.iop.nodelink.v1.AdvertisementR\radvertisement\"n\n" +
 	"\rAdvertisement\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12D\n" +
-	"\tproviders\x18\x02 \x03(\v2&.iop.nodelink.v1.ProviderAdvertisementR\tproviders\"\xfc\x02\n" +
+	"\tproviders\x18\x02 \x03(\v2&.iop.nodelink.v1.ProviderAdvertisementR\tproviders\"\x98\x03\n" +
 	"\x15ProviderAdvertisement\x12\x1f\n" +
 	"\vprovider_id\x18\x01 \x01(\tR\n" +
 	"providerId\x12\x18\n" +
@@ -2306,7 +2382,8 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x0eexecution_path\x18\b \x01(\tR\rexecutionPath\x12'\n" +
 	"\x0fsupports_tunnel\x18\t \x01(\bR\x0esupportsTunnel\x12.\n" +
 	"\x13supports_ollama_api\x18\n" +
-	" \x01(\bR\x11supportsOllamaApi\"\xc0\x01\n" +
+	" \x01(\bR\x11supportsOllamaApi\x12\x1a\n" +
+	"\bsurfaces\x18\v \x03(\tR\bsurfaces\"\xc0\x01\n" +
 	"\vEdgeMessage\x124\n" +
 	"\awelcome\x18\x01 \x01(\v2\x18.iop.nodelink.v1.WelcomeH\x00R\awelcome\x127\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x19.iop.nodelink.v1.DispatchH\x00R\bdispatch\x12;\n" +
@@ -2335,7 +2412,7 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x03run\x18\x01 \x01(\v2\x1b.iop.nodelink.v1.RunRequestH\x00R\x03run\x12@\n" +
 	"\x06tunnel\x18\x02 \x01(\v2&.iop.nodelink.v1.ProviderTunnelRequestH\x00R\x06tunnel\x124\n" +
 	"\acommand\x18\x03 \x01(\v2\x18.iop.nodelink.v1.CommandH\x00R\acommandB\x05\n" +
-	"\x03msg\"\xc4\x02\n" +
+	"\x03msg\"\xac\x03\n" +
 	"\n" +
 	"RunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
@@ -2348,7 +2425,11 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x05model\x18\x05 \x01(\tR\x05model\x124\n" +
 	"\bmessages\x18\x06 \x03(\v2\x18.iop.nodelink.v1.MessageR\bmessages\x129\n" +
 	"\x06params\x18\a \x01(\v2!.iop.nodelink.v1.GenerationParamsR\x06params\x129\n" +
-	"\x19response_stall_timeout_ms\x18\b \x01(\x03R\x16responseStallTimeoutMs\"\xbf\x01\n" +
+	"\x19response_stall_timeout_ms\x18\b \x01(\x03R\x16responseStallTimeoutMs\x12\x1b\n" +
+	"\tchat_body\x18\t \x01(\fR\bchatBody\x121\n" +
+	"\aheaders\x18\n" +
+	" \x03(\v2\x17.iop.nodelink.v1.HeaderR\aheaders\x12\x16\n" +
+	"\x06stream\x18\v \x01(\bR\x06stream\"\xbf\x01\n" +
 	"\aMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x16\n" +
@@ -2376,7 +2457,7 @@ const file_nodelink_proto_rawDesc = "" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\r\n" +
 	"\v_max_tokensB\a\n" +
-	"\x05_seed\"\xa2\x03\n" +
+	"\x05_seed\"\xaf\x04\n" +
 	"\bRunEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
@@ -2390,7 +2471,12 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x05error\x18\t \x01(\tR\x05error\x12;\n" +
 	"\afailure\x18\n" +
 	" \x01(\v2!.iop.nodelink.v1.ExecutionFailureR\afailure\x124\n" +
-	"\x06detail\x18\v \x01(\v2\x1c.iop.nodelink.v1.ErrorDetailR\x06detail\"\xd9\x01\n" +
+	"\x06detail\x18\v \x01(\v2\x1c.iop.nodelink.v1.ErrorDetailR\x06detail\x12\x1f\n" +
+	"\vresponse_id\x18\f \x01(\tR\n" +
+	"responseId\x12\x18\n" +
+	"\acreated\x18\r \x01(\x03R\acreated\x12-\n" +
+	"\x12system_fingerprint\x18\x0e \x01(\tR\x11systemFingerprint\x12!\n" +
+	"\fservice_tier\x18\x0f \x01(\tR\vserviceTier\"\xd9\x01\n" +
 	"\vErrorDetail\x12!\n" +
 	"\ffailure_code\x18\x01 \x01(\tR\vfailureCode\x12'\n" +
 	"\x0fupstream_status\x18\x02 \x01(\x05R\x0eupstreamStatus\x12\x12\n" +
@@ -2546,29 +2632,30 @@ var file_nodelink_proto_depIdxs = []int32{
 	23, // 13: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
 	12, // 14: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
 	14, // 15: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
-	13, // 16: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
-	17, // 17: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
-	18, // 18: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
-	19, // 19: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	16, // 20: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	28, // 21: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
-	21, // 22: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
-	21, // 23: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
-	18, // 24: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
-	19, // 25: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	16, // 26: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	25, // 27: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
-	26, // 28: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
-	27, // 29: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
-	0,  // 30: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
-	8,  // 31: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
-	4,  // 32: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
-	10, // 33: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
-	32, // [32:34] is the sub-list for method output_type
-	30, // [30:32] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	21, // 16: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
+	13, // 17: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
+	17, // 18: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
+	18, // 19: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
+	19, // 20: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	16, // 21: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	28, // 22: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	21, // 23: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
+	21, // 24: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
+	18, // 25: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
+	19, // 26: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	16, // 27: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	25, // 28: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
+	26, // 29: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
+	27, // 30: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
+	0,  // 31: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
+	8,  // 32: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
+	4,  // 33: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
+	10, // 34: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
+	33, // [33:35] is the sub-list for method output_type
+	31, // [31:33] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_nodelink_proto_init() }

@@ -18,6 +18,9 @@ type ChatStream struct {
 	Model        string
 	Created      int64
 	IncludeUsage bool
+	// Fingerprint and ServiceTier are the upstream's, when it reported them.
+	Fingerprint string
+	ServiceTier string
 
 	started  bool
 	sawTools bool
@@ -31,12 +34,14 @@ func NewChatStream(id, model string, created int64, includeUsage bool) *ChatStre
 }
 
 type chunkWire struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices []chunkChoice   `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"`
+	ID          string          `json:"id"`
+	Object      string          `json:"object"`
+	Created     int64           `json:"created"`
+	Model       string          `json:"model"`
+	Fingerprint string          `json:"system_fingerprint,omitempty"`
+	ServiceTier string          `json:"service_tier,omitempty"`
+	Choices     []chunkChoice   `json:"choices"`
+	Usage       json.RawMessage `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
@@ -96,8 +101,8 @@ func CompletionUsage(u *execution.TokenUsage) UsageWire {
 var nullJSON = json.RawMessage("null")
 
 func (s *ChatStream) chunk(d deltaWire, finish *string) []byte {
-	c := chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model,
-		Choices: []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
+	c := chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model, Fingerprint: s.Fingerprint,
+		ServiceTier: s.ServiceTier, Choices: []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
 	if s.IncludeUsage {
 		c.Usage = nullJSON
 	}
@@ -123,8 +128,8 @@ func (s *ChatStream) Started() bool { return s.started }
 func (s *ChatStream) Append(dst []byte, ev execution.RunEvent) []byte {
 	switch ev.Type {
 	case execution.EventTypeStart:
-		if ev.Model != "" && !s.started {
-			s.Model = ev.Model
+		if !s.started {
+			s.applyStart(ev)
 		}
 	case execution.EventTypeUsage:
 		s.usage = ev.Usage
@@ -140,6 +145,25 @@ func (s *ChatStream) Append(dst []byte, ev execution.RunEvent) []byte {
 		dst = s.appendFinish(dst, ev.FinishReason)
 	}
 	return dst
+}
+
+// applyStart keeps what the upstream reported of the answer's identity.
+func (s *ChatStream) applyStart(ev execution.RunEvent) {
+	if ev.Model != "" {
+		s.Model = ev.Model
+	}
+	if ev.ResponseID != "" {
+		s.ID = ev.ResponseID
+	}
+	if ev.Created != 0 {
+		s.Created = ev.Created
+	}
+	if ev.SystemFingerprint != "" {
+		s.Fingerprint = ev.SystemFingerprint
+	}
+	if ev.ServiceTier != "" {
+		s.ServiceTier = ev.ServiceTier
+	}
 }
 
 func (s *ChatStream) appendRole(dst []byte) []byte {
@@ -196,10 +220,11 @@ func (s *ChatStream) appendFinish(dst []byte, reason string) []byte {
 	dst = s.appendRole(dst)
 	r := s.finishReason(reason)
 	dst = append(dst, s.chunk(deltaWire{}, &r)...)
-	if s.IncludeUsage {
+	if s.IncludeUsage && s.usage != nil {
+		// Only usage the upstream reported: an invented zero is a lie.
 		u, _ := jsonstrict.Marshal(CompletionUsage(s.usage))
 		dst = append(dst, sseData(chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model,
-			Choices: []chunkChoice{}, Usage: u})...)
+			Fingerprint: s.Fingerprint, ServiceTier: s.ServiceTier, Choices: []chunkChoice{}, Usage: u})...)
 	}
 	return append(dst, "data: [DONE]\n\n"...)
 }
@@ -212,9 +237,11 @@ func (s *ChatStream) AppendError(dst []byte, e *Error) []byte {
 
 // ChatAccumulator collects an execution into one chat.completion object.
 type ChatAccumulator struct {
-	ID      string
-	Model   string
-	Created int64
+	ID          string
+	Model       string
+	Created     int64
+	Fingerprint string
+	ServiceTier string
 
 	text      strings.Builder
 	reasoning strings.Builder
@@ -240,9 +267,9 @@ func (a *ChatAccumulator) Add(ev execution.RunEvent) {
 	}
 	switch ev.Type {
 	case execution.EventTypeStart:
-		if ev.Model != "" {
-			a.Model = ev.Model
-		}
+		s := ChatStream{Model: a.Model, ID: a.ID, Created: a.Created, Fingerprint: a.Fingerprint, ServiceTier: a.ServiceTier}
+		s.applyStart(ev)
+		a.Model, a.ID, a.Created, a.Fingerprint, a.ServiceTier = s.Model, s.ID, s.Created, s.Fingerprint, s.ServiceTier
 	case execution.EventTypeDelta, execution.EventTypeMessage:
 		a.text.WriteString(ev.Delta)
 		a.text.WriteString(ev.Message)
@@ -273,12 +300,14 @@ func (a *ChatAccumulator) Text() string { return a.text.String() }
 func (a *ChatAccumulator) HasToolCalls() bool { return len(a.tools) > 0 }
 
 type completionWire struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   UsageWire          `json:"usage"`
+	ID          string             `json:"id"`
+	Object      string             `json:"object"`
+	Created     int64              `json:"created"`
+	Model       string             `json:"model"`
+	Fingerprint string             `json:"system_fingerprint,omitempty"`
+	ServiceTier string             `json:"service_tier,omitempty"`
+	Choices     []completionChoice `json:"choices"`
+	Usage       *UsageWire         `json:"usage,omitempty"`
 }
 
 type completionChoice struct {
@@ -325,7 +354,12 @@ func (a *ChatAccumulator) Body() []byte {
 			finish = "tool_calls"
 		}
 	}
-	b, _ := jsonstrict.Marshal(completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model,
-		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: finish}}, Usage: CompletionUsage(a.usage)})
+	c := completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model, Fingerprint: a.Fingerprint,
+		ServiceTier: a.ServiceTier, Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: finish}}}
+	if a.usage != nil {
+		u := CompletionUsage(a.usage)
+		c.Usage = &u
+	}
+	b, _ := jsonstrict.Marshal(c)
 	return b
 }

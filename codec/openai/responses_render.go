@@ -119,7 +119,9 @@ func (r *response) object(status string, errObj, incomplete any) map[string]any 
 		"truncation": "disabled", "reasoning": nil,
 	}
 	if status == "completed" || status == "incomplete" || status == "failed" {
-		obj["usage"] = responseUsage(r.usage)
+		if r.usage != nil { // only usage the upstream reported: never invented zeros
+			obj["usage"] = responseUsage(r.usage)
+		}
 	}
 	if status == "completed" {
 		obj["completed_at"] = time.Now().Unix()

@@ -9,14 +9,20 @@ import (
 	"github.com/iopgw/iop/execution"
 )
 
-// Run posts a normalized run's body to url and, on a 200, emits the start
+// Run posts a normalized run's body to url, with the client headers the
+// edge forwarded (filtered again: no credential passes), and, on a 200, emits the start
 // event and hands the streaming response to read. An upstream error answer
 // becomes the run's error event; a failure to reach the upstream, or the
 // caller's cancel, is returned. It is the common frame of every normalized
 // provider's Execute.
-func Run(ctx context.Context, c *http.Client, url, accept string, body []byte, cred Credentials, model string,
+func Run(ctx context.Context, c *http.Client, url, accept string, header map[string][]string, body []byte, cred Credentials, model string,
 	emit *execution.Emitter, read func(*http.Response) error) error {
-	hreq, err := NewRequest(ctx, http.MethodPost, url, map[string][]string{"Accept": {accept}}, body, cred)
+	h := http.Header{}
+	for k, v := range header {
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	h.Set("Accept", accept)
+	hreq, err := NewRequest(ctx, http.MethodPost, url, h, body, cred)
 	if err != nil {
 		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
 	}

@@ -36,7 +36,7 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	defer resp.Body.Close()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
-	sniff := NewUsageSniffer(resp.Header.Get("Content-Type"))
+	sniff := NewUsageSniffer(resp.Header.Get("Content-Type"), req.URL.Path)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp

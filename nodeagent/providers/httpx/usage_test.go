@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -16,9 +17,19 @@ func TestUsageSniffer(t *testing.T) {
 		{"ollama ndjson", "application/x-ndjson", []string{"{\"done\":false}\n{\"done\":true,\"prompt_eval_count\":4,\"eval_count\":5}\n"}, 9},
 		{"null usage", "text/event-stream", []string{"data: {\"usage\":null}\n\n"}, 0},
 		{"binary", "application/octet-stream", []string{`{"usage":{"total_tokens":3}}`}, 0},
+		{"chat spaced JSON, data: without space", "text/event-stream", []string{"data:{\"choices\": [], \"usage\": {\"prompt_tokens\": 17, \"completion_tokens\": 23}}\r\n\r\ndata:[DONE]\r\n\r\n"}, 40},
+		{"usage-like text in content is not usage", "text/event-stream", []string{"data: {\"choices\":[{\"delta\":{\"content\":\"\\\"usage\\\":{\\\"total_tokens\\\":5}\"}}]}\n\n"}, 0},
+		{"ollama spaced", "application/x-ndjson", []string{"{\"done\": true, \"prompt_eval_count\": 1, \"eval_count\": 2}"}, 3},
 	}
 	for _, tt := range tests {
-		s := NewUsageSniffer(tt.ct)
+		path := "/v1/chat/completions"
+		switch {
+		case strings.HasPrefix(tt.name, "responses"):
+			path = "/v1/responses"
+		case strings.HasPrefix(tt.name, "ollama"):
+			path = "/api/chat"
+		}
+		s := NewUsageSniffer(tt.ct, path)
 		for _, c := range tt.chunks {
 			s.Write([]byte(c))
 		}

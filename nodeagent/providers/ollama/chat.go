@@ -23,7 +23,7 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 	if err != nil {
 		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
 	}
-	return httpx.Run(ctx, p.cfg.Client, p.base+"/api/chat", "application/x-ndjson", body, p.cfg.Credentials, req.Model, emit,
+	return httpx.Run(ctx, p.cfg.Client, p.base+"/api/chat", "application/x-ndjson", req.Header, body, p.cfg.Credentials, req.Model, emit,
 		func(resp *http.Response) error { return readNDJSON(ctx, resp.Body, emit) })
 }
 

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
-	sse "github.com/tmaxmax/go-sse"
-
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/nodeagent/providers/httpx"
 )
@@ -16,115 +14,137 @@ import (
 // normal for tool arguments; 16 MiB is generous).
 const maxEventSize = 16 << 20
 
-// Execute implements [execution.Provider]: a streaming Chat Completions
-// request upstream, its chunks turned into events in order.
+// Execute implements [execution.Provider]: the client's Chat Completions
+// body, unchanged but for the model and the streaming fields, sent
+// upstream; the answer's chunks turned into events in order. A client's
+// non-stream request goes upstream as a stream unless the provider is
+// configured for JSON (NonStream), so the watchdog sees every token.
 func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit *execution.Emitter) error {
-	body, err := json.Marshal(chatRequest(req))
+	stream := req.Stream || p.cfg.NonStream != NonStreamJSON
+	body, err := upstreamBody(req, stream)
 	if err != nil {
 		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
 	}
-	return httpx.Run(ctx, p.cfg.Client, p.base+"/chat/completions", "text/event-stream", body, p.cfg.Credentials, req.Model, emit,
-		func(resp *http.Response) error { return p.readStream(ctx, resp, emit) })
+	accept := "text/event-stream"
+	read := func(resp *http.Response) error { return p.readStream(ctx, resp, emit) }
+	if !stream {
+		accept = "application/json"
+		read = func(resp *http.Response) error { return readJSON(resp, emit) }
+	}
+	return httpx.Run(ctx, p.cfg.Client, p.base+"/chat/completions", accept, req.Header, body, p.cfg.Credentials, req.Model, emit, read)
 }
 
 // readStream turns upstream SSE chunks into events until [DONE]. A stream
 // that ends cleanly after a finish_reason without [DONE] is complete; one
 // that ends before any finish_reason, or with a read error, is an error.
+// An event that is not the JSON expected is skipped and counted, as the
+// official clients skip it; an error event is the upstream's error.
 func (p *Provider) readStream(ctx context.Context, resp *http.Response, emit *execution.Emitter) error {
-	st := &streamState{}
-	for ev, err := range sse.Read(httpx.LineReader(resp.Body), &sse.ReadConfig{MaxEventSize: maxEventSize}) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "reading upstream stream: " + err.Error()})
-		}
-		done, ferr := st.handle(ev.Data, emit)
-		if ferr != nil {
-			return ferr
-		}
-		if done {
-			break
-		}
+	st := &streamState{p: p}
+	var ferr error
+	err := eventstream.Scan(resp.Body, eventstream.FormatSSE, maxEventSize, func(ev eventstream.Event) bool {
+		var done bool
+		done, ferr = st.handle(ev, emit)
+		return !done && ferr == nil
+	})
+	if ferr != nil {
+		return ferr
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if err != nil {
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "reading upstream stream: " + err.Error()})
+	}
 	if !st.finished {
 		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "upstream stream ended without a finish_reason or [DONE]"})
 	}
+	st.flush(emit)
 	emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: st.finish, Usage: st.usage})
 	return nil
 }
 
 type streamState struct {
-	finished bool
-	finish   string
-	usage    *execution.TokenUsage
+	p         *Provider
+	finished  bool
+	finish    string
+	usage     *execution.TokenUsage
+	meta      bool // the upstream's identity was reported
+	content   utf16Joiner
+	reasoning utf16Joiner
 }
 
+// chunk is what the reader decodes of a chat.completion.chunk.
 type chunk struct {
-	Error   json.RawMessage `json:"error"`
-	Model   string          `json:"model"`
-	Choices []struct {
+	Error             json.RawMessage `json:"error"`
+	Object            string          `json:"object"`
+	ID                string          `json:"id"`
+	Created           int64           `json:"created"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	ServiceTier       string          `json:"service_tier"`
+	Choices           []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content          json.RawMessage `json:"content"`
+			ReasoningContent json.RawMessage `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"reasoning"`
+			ToolCalls        []toolCallChunk `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *httpx.Usage `json:"usage"`
+	Usage *eventstream.Usage `json:"usage"`
 }
 
-// handle processes one SSE data payload. It reports done on [DONE].
-func (st *streamState) handle(data string, emit *execution.Emitter) (bool, error) {
-	data = strings.TrimSpace(data)
-	if data == "" {
+type toolCallChunk struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// handle processes one SSE event. It reports done on [DONE].
+func (st *streamState) handle(ev eventstream.Event, emit *execution.Emitter) (bool, error) {
+	data := trimSpace(ev.Data)
+	if len(data) == 0 {
 		return false, nil
 	}
-	if strings.HasPrefix(data, "[DONE]") {
+	if string(data) == "[DONE]" {
 		st.finished = true
 		return true, nil
 	}
 	var c chunk
-	if err := json.Unmarshal([]byte(data), &c); err != nil {
-		return false, execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "malformed chunk from upstream"})
+	if ev.Oversize || json.Unmarshal(data, &c) != nil {
+		st.p.malformed()
+		return false, nil
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		ue := httpx.ParseUpstreamError(http.StatusOK, http.Header{}, []byte(`{"error":`+string(c.Error)+`}`))
-		return false, execution.UpstreamFailure(ue)
+		return false, execution.UpstreamFailure(eventstream.ParseErrorObject(c.Error))
 	}
+	if c.Object == "error" {
+		return false, execution.UpstreamFailure(eventstream.ParseErrorObject(data))
+	}
+	st.startMeta(&c, emit)
 	if c.Usage != nil {
 		st.usage = c.Usage.TokenUsage()
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
-			continue // n > 1 is not supported on the normalized path
+			continue // n > 1 is tunnel-only
 		}
-		ev := execution.RunEvent{Type: execution.EventTypeDelta}
-		if ch.Delta.Content != nil {
-			ev.Delta = *ch.Delta.Content
-		}
-		if ch.Delta.ReasoningContent != nil {
-			ev.Reasoning = *ch.Delta.ReasoningContent
-		} else if ch.Delta.Reasoning != nil {
-			ev.Reasoning = *ch.Delta.Reasoning
+		out := execution.RunEvent{Type: execution.EventTypeDelta}
+		out.Delta = st.content.decode(ch.Delta.Content)
+		if r := ch.Delta.ReasoningContent; len(r) > 0 && string(r) != "null" {
+			out.Reasoning = st.reasoning.decode(r)
+		} else {
+			out.Reasoning = st.reasoning.decode(ch.Delta.Reasoning)
 		}
 		for _, tc := range ch.Delta.ToolCalls {
-			ev.ToolCalls = append(ev.ToolCalls, execution.ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			out.ToolCalls = append(out.ToolCalls, execution.ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
-		if ev.HasContent() {
-			emit.Emit(ev)
+		if out.HasContent() {
+			emit.Emit(out)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			st.finished, st.finish = true, *ch.FinishReason
@@ -133,67 +153,32 @@ func (st *streamState) handle(data string, emit *execution.Emitter) (bool, error
 	return false, nil
 }
 
-// chatRequest builds the upstream Chat Completions body for req.
-func chatRequest(req *execution.RunRequest) map[string]any {
-	msgs := make([]map[string]any, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		msgs = append(msgs, chatMessage(m))
+// startMeta reports the upstream's identity of the answer once, before
+// any output, so renderers can keep its id, created time and fingerprint.
+func (st *streamState) startMeta(c *chunk, emit *execution.Emitter) {
+	if st.meta || (c.ID == "" && c.Created == 0 && c.SystemFingerprint == "" && c.ServiceTier == "") {
+		return
 	}
-	body := map[string]any{
-		"model": req.Model, "messages": msgs, "stream": true,
-		"stream_options": map[string]any{"include_usage": true},
-	}
-	pr := req.Params
-	setIf(body, "temperature", pr.Temperature)
-	setIf(body, "top_p", pr.TopP)
-	setIf(body, "max_tokens", pr.MaxTokens)
-	setIf(body, "seed", pr.Seed)
-	if len(pr.Stop) > 0 {
-		body["stop"] = pr.Stop
-	}
-	for k, raw := range map[string]json.RawMessage{"tools": pr.Tools, "tool_choice": pr.ToolChoice, "response_format": pr.ResponseFormat} {
-		if len(raw) > 0 {
-			body[k] = raw
-		}
-	}
-	return body
+	st.meta = true
+	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, ResponseID: c.ID, Created: c.Created,
+		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier})
 }
 
-func setIf[T any](m map[string]any, k string, v *T) {
-	if v != nil {
-		m[k] = *v
+// flush emits text held back at the end (a lone high surrogate the
+// upstream never completed becomes U+FFFD, as a JSON decoder makes it).
+func (st *streamState) flush(emit *execution.Emitter) {
+	ev := execution.RunEvent{Type: execution.EventTypeDelta, Delta: st.content.rest(), Reasoning: st.reasoning.rest()}
+	if ev.HasContent() {
+		emit.Emit(ev)
 	}
 }
 
-func chatMessage(m execution.Message) map[string]any {
-	out := map[string]any{"role": m.Role}
-	if len(m.Images) > 0 {
-		parts := []map[string]any{{"type": "text", "text": m.Content}}
-		for _, img := range m.Images {
-			if !strings.Contains(img, ":") {
-				img = "data:image/png;base64," + img
-			}
-			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": img}})
-		}
-		out["content"] = parts
-	} else {
-		out["content"] = m.Content
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
 	}
-	if m.Name != "" {
-		out["name"] = m.Name
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r' || b[len(b)-1] == '\n') {
+		b = b[:len(b)-1]
 	}
-	if m.ToolCallID != "" {
-		out["tool_call_id"] = m.ToolCallID
-	}
-	if len(m.ToolCalls) > 0 {
-		calls := make([]map[string]any, 0, len(m.ToolCalls))
-		for _, tc := range m.ToolCalls {
-			calls = append(calls, map[string]any{"id": tc.ID, "type": "function", "function": map[string]string{"name": tc.Name, "arguments": tc.Arguments}})
-		}
-		out["tool_calls"] = calls
-		if m.Content == "" {
-			out["content"] = nil
-		}
-	}
-	return out
+	return b
 }

@@ -53,7 +53,7 @@ func TestSSEReaderRobustness(t *testing.T) {
 		{"line over 64 KiB", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + big + "\"}}]}\n\ndata: [DONE]\n\n", big, "", false},
 		{"no DONE but finish_reason", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"},\"finish_reason\":\"length\"}]}\n\n", "c", "length", false},
 		{"no DONE no finish", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]}\n\n", "c", "", true},
-		{"malformed event", "data: {\"choices\":[{\n\ndata: [DONE]\n\n", "", "", true},
+		{"malformed event skipped", "data: {\"choices\":[{\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"f\"}}]}\n\ndata: [DONE]\n\n", "f", "", false},
 		{"mid-stream error", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"d\"}}]}\n\ndata: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"code\":\"x\"}}\n\n", "d", "", true},
 		{"usage chunk", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"e\"},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\ndata: [DONE]\n\n", "e", "stop", false},
 	}

@@ -24,6 +24,31 @@ type Config struct {
 	Adapter     string // the adapter name reported by probes; default "openai"
 	Credentials httpx.Credentials
 	Client      *http.Client // default httpx.NewClient()
+	// NonStream is how a client's non-stream request reaches the upstream
+	// on the normalized path: NonStreamStream (default) or NonStreamJSON.
+	NonStream string
+	// OnMalformed, if set, is called for each upstream event skipped
+	// because it was not the JSON expected.
+	OnMalformed func()
+}
+
+// The NonStream choices.
+const (
+	// NonStreamStream sends it as a stream: the watchdog sees every token,
+	// so a long answer is never mistaken for a stall; the upstream sees
+	// stream: true.
+	NonStreamStream = "stream"
+	// NonStreamJSON sends it as the client did and reads the upstream's own
+	// JSON answer (its usage and fields exactly); the watchdog sees no
+	// progress until the whole answer arrives, so the stall timeout must
+	// exceed the longest answer.
+	NonStreamJSON = "json"
+)
+
+func (p *Provider) malformed() {
+	if p.cfg.OnMalformed != nil {
+		p.cfg.OnMalformed()
+	}
 }
 
 // Provider is an OpenAI-compatible provider. It is safe for concurrent use.

@@ -1,0 +1,214 @@
+// Package eventstream reads upstream response streams incrementally, as
+// they pass through iop, without changing a byte: Server-Sent Events by
+// the WHATWG HTML "event stream interpretation" rules and NDJSON lines.
+// Every place iop looks inside a stream (the tunnel's end tracking and
+// Responses sequence numbers, usage observation, the normalized readers)
+// goes through this one reader, so an upstream's framing choices — a
+// space after "data:" or none, LF, CRLF or CR line ends, comments,
+// multi-line data, events split across any read boundary — never change
+// what iop concludes. Events are recognised by parsing the framing and
+// decoding the JSON (see Observer), never by searching raw bytes.
+package eventstream
+
+import (
+	"bytes"
+)
+
+// Format is the framing of a stream.
+type Format int
+
+// The framings.
+const (
+	FormatSSE    Format = iota // text/event-stream
+	FormatNDJSON               // application/x-ndjson: one JSON value per line
+)
+
+// Event is one dispatched event. For SSE, Name is the event field (""
+// when absent, which the spec dispatches as "message"), Data the data
+// lines joined with "\n", ID the last event id. For NDJSON, Data is the
+// line without its end. Data is only valid during the callback.
+type Event struct {
+	Name string
+	Data []byte
+	ID   string
+	// Oversize marks an event whose data passed the reader's limit; its
+	// Data is empty. The bytes still went through unchanged.
+	Oversize bool
+}
+
+// DefaultMaxEvent bounds one event's data when no limit is given.
+const DefaultMaxEvent = 16 << 20
+
+// Reader splits a stream into events as bytes arrive. It is not safe for
+// concurrent use.
+type Reader struct {
+	format   Format
+	max      int
+	line     []byte // the current, unfinished line
+	lineOver bool   // the current line passed max
+	skipLF   bool   // the last chunk ended in CR: a leading LF ends nothing
+	bom      int    // bytes of a leading UTF-8 BOM matched; 3 = done
+
+	// SSE event being built.
+	name    string
+	data    []byte
+	hasData bool
+	over    bool
+	lastID  string
+}
+
+// NewReader returns a reader of the given framing whose events are at
+// most max bytes of data (DefaultMaxEvent when max <= 0).
+func NewReader(f Format, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxEvent
+	}
+	return &Reader{format: f, max: max}
+}
+
+// Feed reads p, calling fn for every event it completes.
+func (r *Reader) Feed(p []byte, fn func(Event)) {
+	p = r.skipBOM(p, fn)
+	for len(p) > 0 {
+		if r.skipLF {
+			r.skipLF = false
+			if p[0] == '\n' {
+				p = p[1:]
+				continue
+			}
+		}
+		i := bytes.IndexAny(p, "\r\n")
+		if i < 0 {
+			r.appendLine(p)
+			return
+		}
+		r.appendLine(p[:i])
+		if p[i] == '\r' {
+			if i+1 < len(p) {
+				if p[i+1] == '\n' {
+					i++
+				}
+			} else {
+				r.skipLF = true
+			}
+		}
+		p = p[i+1:]
+		r.endLine(fn)
+	}
+}
+
+// Close ends the stream: an unfinished last line or event that carries
+// data is dispatched (tolerant of upstreams that omit the final blank
+// line or newline, as common SSE clients are).
+func (r *Reader) Close(fn func(Event)) {
+	if r.bom > 0 && r.bom < len(bom) {
+		matched := bom[:r.bom]
+		r.bom = len(bom)
+		r.Feed(matched, fn)
+	}
+	if len(r.line) > 0 || r.lineOver {
+		r.endLine(fn)
+	}
+	if r.format == FormatSSE {
+		r.dispatch(fn)
+	}
+}
+
+var bom = []byte("\xEF\xBB\xBF")
+
+// skipBOM drops a UTF-8 byte order mark at the start of the stream, even
+// when it arrives split.
+func (r *Reader) skipBOM(p []byte, fn func(Event)) []byte {
+	for r.bom < len(bom) && len(p) > 0 {
+		if p[0] != bom[r.bom] {
+			matched := bom[:r.bom]
+			r.bom = len(bom)
+			r.Feed(matched, fn)
+			return p
+		}
+		r.bom++
+		p = p[1:]
+	}
+	return p
+}
+
+func (r *Reader) appendLine(p []byte) {
+	if r.lineOver {
+		return
+	}
+	if len(r.line)+len(p) > r.max+64 { // a field name and colon on top of max data
+		r.lineOver, r.line = true, r.line[:0]
+		return
+	}
+	r.line = append(r.line, p...)
+}
+
+func (r *Reader) endLine(fn func(Event)) {
+	line, over := r.line, r.lineOver
+	r.line, r.lineOver = r.line[:0], false
+	if r.format == FormatNDJSON {
+		if over {
+			fn(Event{Oversize: true})
+			return
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			fn(Event{Data: line})
+		}
+		return
+	}
+	if over {
+		r.over, r.hasData = true, true // a field too long spoils its event
+		return
+	}
+	r.field(line, fn)
+}
+
+// field interprets one SSE line.
+func (r *Reader) field(line []byte, fn func(Event)) {
+	if len(line) == 0 {
+		r.dispatch(fn)
+		return
+	}
+	if line[0] == ':' {
+		return // comment
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "event":
+		r.name = string(value)
+	case "data":
+		if r.hasData && !r.over {
+			r.data = append(r.data, '\n')
+		}
+		r.hasData = true
+		if !r.over && len(r.data)+len(value) > r.max {
+			r.over, r.data = true, r.data[:0]
+		}
+		if !r.over {
+			r.data = append(r.data, value...)
+		}
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			r.lastID = string(value)
+		}
+	}
+}
+
+func (r *Reader) dispatch(fn func(Event)) {
+	if !r.hasData {
+		r.name = ""
+		return
+	}
+	ev := Event{Name: r.name, Data: r.data, ID: r.lastID, Oversize: r.over}
+	if r.over {
+		ev.Data = nil
+	}
+	fn(ev)
+	r.name, r.data, r.hasData, r.over = "", r.data[:0], false, false
+}

@@ -1,0 +1,66 @@
+package eventstream
+
+import (
+	"encoding/json"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// Usage is a usage object as OpenAI-style upstreams send it, in Chat
+// Completions (prompt/completion) or Responses (input/output) naming.
+type Usage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	InputTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	OutputTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// TokenUsage converts u; a missing total is the sum of its parts.
+func (u *Usage) TokenUsage() *execution.TokenUsage {
+	out := &execution.TokenUsage{PromptTokens: u.PromptTokens + u.InputTokens, CompletionTokens: u.CompletionTokens + u.OutputTokens, TotalTokens: u.TotalTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens
+	} else if d := u.InputTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	} else if d := u.OutputTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	}
+	return out
+}
+
+// BodyUsage reads the usage of a whole (non-streaming) JSON answer:
+// OpenAI's "usage" (Chat, Completions, Embeddings, Responses) or Ollama's
+// eval counts. Nil when the body reports none.
+func BodyUsage(body []byte) *execution.TokenUsage {
+	var v struct {
+		Usage           *Usage `json:"usage"`
+		PromptEvalCount *int64 `json:"prompt_eval_count"`
+		EvalCount       *int64 `json:"eval_count"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	if v.Usage != nil {
+		return v.Usage.TokenUsage()
+	}
+	return ollamaUsage(v.PromptEvalCount, v.EvalCount)
+}

@@ -1,0 +1,75 @@
+package openai
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/execution"
+)
+
+// maxJSONAnswer bounds a non-stream upstream answer.
+const maxJSONAnswer = 64 << 20
+
+// completion is what the reader decodes of a chat.completion.
+type completion struct {
+	ID                string `json:"id"`
+	Created           int64  `json:"created"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	ServiceTier       string `json:"service_tier"`
+	Choices           []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *eventstream.Usage `json:"usage"`
+}
+
+// readJSON turns the upstream's own non-stream answer into events: its
+// identity, the message, then complete with its finish reason and usage.
+func readJSON(resp *http.Response, emit *execution.Emitter) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer+1))
+	if err != nil {
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "reading upstream answer: " + err.Error()})
+	}
+	var c completion
+	if len(b) > maxJSONAnswer || json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "the upstream answer is not a chat completion"})
+	}
+	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, ResponseID: c.ID, Created: c.Created,
+		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier})
+	ch := c.Choices[0]
+	ev := execution.RunEvent{Type: execution.EventTypeDelta}
+	if s := ch.Message.Content; s != nil {
+		ev.Delta = *s
+	}
+	if s := ch.Message.ReasoningContent; s != nil {
+		ev.Reasoning = *s
+	} else if s := ch.Message.Reasoning; s != nil {
+		ev.Reasoning = *s
+	}
+	for i, tc := range ch.Message.ToolCalls {
+		ev.ToolCalls = append(ev.ToolCalls, execution.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if ev.HasContent() {
+		emit.Emit(ev)
+	}
+	done := execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: ch.FinishReason}
+	if c.Usage != nil {
+		done.Usage = c.Usage.TokenUsage()
+	}
+	emit.Emit(done)
+	return nil
+}

@@ -1,0 +1,181 @@
+package streamgate
+
+import (
+	"net/http"
+
+	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/execution"
+)
+
+// tunnelMode is how a tunnelled response body is handled.
+type tunnelMode int
+
+const (
+	tunnelHead   tunnelMode = iota // no response_start yet
+	tunnelError                    // an error status: buffered for failover or passthrough
+	tunnelBuffer                   // a whole (JSON) body: buffered, written at the end
+	tunnelStream                   // an event stream: written as it arrives
+)
+
+func (m tunnelMode) String() string {
+	return [...]string{"head", "error", "buffer", "stream"}[m]
+}
+
+// tunnelState is the per-attempt state of a tunnelled response.
+type tunnelState struct {
+	surface Surface
+	mode    tunnelMode
+	status  int
+	header  http.Header
+	buf     []byte
+	// obs follows the stream's events (framing parsed, JSON decoded): its
+	// own terminal, an error event, tool calls, Responses sequence numbers.
+	obs *eventstream.Observer
+	// decided: the first event was seen and was not an error, so the
+	// bytes held before it went out.
+	decided bool
+}
+
+// maxTunnelBuffer bounds a buffered (non-streaming or error) tunnel body;
+// past it the body streams through, committed.
+const maxTunnelBuffer = 8 << 20
+
+func newTunnelState(s Surface) *tunnelState { return &tunnelState{surface: s} }
+
+// dialect is the event dialect of the surface's streams.
+func (t *tunnelState) dialect() eventstream.Dialect {
+	switch {
+	case t.surface == SurfaceResponses:
+		return eventstream.DialectResponses
+	case t.surface.IsOllama():
+		return eventstream.DialectOllama
+	}
+	return eventstream.DialectChat
+}
+
+// nextSeq is the sequence_number of an event appended to the stream.
+func (t *tunnelState) nextSeq() int64 {
+	if t.obs == nil {
+		return 0
+	}
+	return t.obs.NextSeq()
+}
+
+// frame handles one tunnel frame; non-nil when the attempt ended.
+func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
+	t, rt := ar.tun, ar.rt
+	switch f.Type {
+	case execution.FrameTypeResponseStart:
+		t.status, t.header = f.Status, http.Header(f.Header)
+		format, stream := eventstream.FormatFor(t.header.Get("Content-Type"))
+		switch {
+		case f.Status >= 400:
+			t.mode = tunnelError
+		case stream:
+			t.mode = tunnelStream
+			t.obs = eventstream.NewObserver(t.dialect(), format)
+			rt.resp.setHead(f.Status, t.header)
+		default:
+			t.mode = tunnelBuffer
+			rt.resp.setHead(f.Status, t.header)
+		}
+	case execution.FrameTypeBody:
+		return ar.tunnelBody(f.Body)
+	case execution.FrameTypeEnd:
+		return ar.tunnelEnd()
+	case execution.FrameTypeError:
+		o := failureOutcome(f.Failure)
+		return &o
+	}
+	return nil
+}
+
+func (ar *attemptRun) tunnelBody(p []byte) *outcome {
+	t, rt := ar.tun, ar.rt
+	switch t.mode {
+	case tunnelError, tunnelBuffer:
+		t.buf = append(t.buf, p...)
+		if len(t.buf) <= maxTunnelBuffer {
+			return nil
+		}
+		if t.mode == tunnelError {
+			// An error body this large is not an error body we can retry on.
+			rt.resp.setHead(t.status, t.header)
+		}
+		t.mode, p, t.buf = tunnelStream, t.buf, nil
+		format, _ := eventstream.FormatFor(t.header.Get("Content-Type"))
+		t.obs = eventstream.NewObserver(t.dialect(), format)
+		t.decided = true
+	case tunnelHead:
+		return &outcome{kind: outAbnormal, code: "upstream_error"}
+	}
+	t.obs.Feed(p)
+	if t.obs.ToolCall {
+		rt.sawToolCall = true
+	}
+	if !t.decided {
+		return ar.firstEvent(p)
+	}
+	if err := ar.out(p); err != nil {
+		return &outcome{kind: outCancelled}
+	}
+	return nil
+}
+
+// firstEvent holds a stream's bytes until its first event is complete:
+// an upstream that reports an error as the first event of a 200 stream
+// (how several servers answer a bad stream request) gets the same
+// treatment as an error status — its own status class, failover when
+// that is a server error — since nothing was committed to the client.
+func (ar *attemptRun) firstEvent(p []byte) *outcome {
+	t := ar.tun
+	t.buf = append(t.buf, p...)
+	if t.obs.Events == 0 && len(t.buf) <= maxTunnelBuffer {
+		return nil
+	}
+	if t.obs.FirstIsError {
+		return &outcome{kind: outUpstream, upstream: t.obs.Err, code: "upstream_error"}
+	}
+	t.decided = true
+	held := t.buf
+	t.buf = nil
+	if err := ar.out(held); err != nil {
+		return &outcome{kind: outCancelled}
+	}
+	return nil
+}
+
+func (ar *attemptRun) tunnelEnd() *outcome {
+	t, rt := ar.tun, ar.rt
+	switch t.mode {
+	case tunnelError:
+		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf, code: "upstream_error"}
+	case tunnelBuffer:
+		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
+			return &outcome{kind: outCancelled}
+		}
+	case tunnelStream:
+		t.obs.Close()
+		if !t.decided && t.obs.FirstIsError {
+			return &outcome{kind: outUpstream, upstream: t.obs.Err, code: "upstream_error"}
+		}
+		if !t.obs.Terminal() && t.status < 300 {
+			// A clean close without the stream's own terminal is a
+			// truncation, never a success.
+			return &outcome{kind: outAbnormal, code: "upstream_error"}
+		}
+		held := t.buf
+		t.buf, t.decided = nil, true
+		if err := ar.finishOut(held); err != nil {
+			return &outcome{kind: outCancelled}
+		}
+		if rt.resp.State() == TransportUncommitted {
+			// A streaming answer with an empty body: send its head.
+			_ = rt.resp.respond(t.status, t.header, nil)
+		}
+	default:
+		return &outcome{kind: outAbnormal, code: "upstream_error"}
+	}
+	rt.resp.terminal()
+	return &outcome{kind: outSuccess}
+}
