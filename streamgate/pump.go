@@ -228,4 +228,3 @@ func failureOutcome(f *execution.ExecutionFailure) outcome {
 	}
 	return outcome{kind: outAbnormal, code: "upstream_error"}
 }
-
