@@ -42,6 +42,16 @@ var expectedDiffs = map[string][]string{
 	"native|chat-stream:truncate-clean":      {"error", "chunks"},
 	"native|ollama-chat:truncate-clean":      {"chunks"},
 
+	// Auto (the default): the wall serves Chat natively, so chat runs on
+	// the tunnel; it does not declare the Responses API, so Responses
+	// requests are translated to Chat (the normalized path).
+	"auto|chat-stream:truncate-clean":      {"terminal", "error", "chunks", "status"},
+	"auto|chat-stream:truncate-abort":      {"terminal", "error", "chunks", "status", "requestID"},
+	"auto|responses-stream:fail":           {"terminal", "chunks", "usage", "text", "requestID"},
+	"auto|responses-stream:error-event":    {"terminal", "chunks", "usage", "text", "error", "status", "requestID"},
+	"auto|responses-stream:truncate-clean": {"terminal", "chunks", "usage", "text", "error", "status", "requestID"},
+	"auto|responses-stream:ok":             {"chunks", "requestID"},
+
 	// Normalized: iop renders the response itself.
 	"normalized|*":                               {"requestID"},
 	"normalized|chat-stream:midstream-error":     {"error"},
@@ -142,7 +152,8 @@ func TestConformance(t *testing.T) {
 		t.Fatal("curl is required for the conformance suite")
 	}
 	oms := models(openaiScenarios)
-	openaiTargets := []target{directWall(t, oms), cluster(t, "tunnel", "openai", nodeagent.PathTunnel, oms), cluster(t, "normalized", "openai", nodeagent.PathNormalized, oms)}
+	openaiTargets := []target{directWall(t, oms), cluster(t, "auto", "openai", "", oms), cluster(t, "tunnel", "openai", nodeagent.PathTunnel, oms),
+		cluster(t, "normalized", "openai", nodeagent.PathNormalized, oms)}
 	// "missing" is served by nobody: the direct wall and iop both answer 404.
 	var olms []string
 	for _, m := range models(ollamaScenarios) {

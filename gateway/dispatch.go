@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ var _ streamgate.Dispatcher = (*dispatcher)(nil)
 
 // Dispatch implements [streamgate.Dispatcher].
 func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
-	l, err := d.pool.Acquire(ctx, ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need,
+	l, err := d.pool.Acquire(ctx, ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
 		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback})
 	if err != nil {
 		return nil, err
@@ -32,6 +33,9 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 	down, kind, err := buildDown(l, req.Work, attemptID)
 	if err != nil {
 		l.Release()
+		if errors.As(err, new(*streamgate.RefusedError)) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
 	}
 	actx, cancel := context.WithCancel(ctx)
@@ -49,8 +53,45 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 
 // Candidates implements [streamgate.Dispatcher].
 func (d *dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candidates {
-	return d.pool.Candidates(ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need,
+	return d.pool.Candidates(ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
 		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback})
+}
+
+// The client surfaces a provider may serve natively (nodes advertise
+// them; configuration names them).
+const (
+	SurfaceChat        = "chat"
+	SurfaceResponses   = "responses"
+	SurfaceCompletions = "completions"
+	SurfaceEmbeddings  = "embeddings"
+	SurfaceOllama      = "ollama"
+)
+
+// SurfaceOfPath names the surface of a tunnelled OpenAI request path.
+func SurfaceOfPath(path string) string {
+	path, _, _ = strings.Cut(path, "?")
+	switch path {
+	case "/v1/chat/completions":
+		return SurfaceChat
+	case "/v1/responses":
+		return SurfaceResponses
+	case "/v1/completions":
+		return SurfaceCompletions
+	case "/v1/embeddings":
+		return SurfaceEmbeddings
+	}
+	return ""
+}
+
+// surfaceOf names the surface of a request's work.
+func surfaceOf(w streamgate.Work) string {
+	switch {
+	case w.Tunnel != nil:
+		return SurfaceOfPath(w.Tunnel.Path)
+	case w.Native != nil:
+		return SurfaceOllama
+	}
+	return ""
 }
 
 // buildDown picks the form of the work the leased provider runs: native
@@ -63,12 +104,17 @@ func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown
 		c := w.Native
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: string(execution.CommandOllamaAPI),
 			ProviderId: l.LocalProviderID, Target: l.Target, Method: c.Method, Path: c.Path, Body: c.Body, RunId: c.RunID, AttemptId: attemptID}}}, streamgate.KindFrames, nil
-	case w.Tunnel != nil && l.SupportsTunnel && (l.Path == execution.ExecutionPathProviderTunnel || w.Run == nil):
+	case w.Tunnel != nil && l.SupportsTunnel && (w.Run == nil || l.Tunnels(SurfaceOfPath(w.Tunnel.Path))):
 		t := w.Tunnel
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Tunnel{Tunnel: &wire.ProviderTunnelRequest{RunId: t.RunID, AttemptId: attemptID,
 			SessionId: t.SessionID, ProviderId: l.LocalProviderID, Model: l.Target, Method: t.Method, Path: t.Path,
 			Headers: headersToProto(t.Header), Body: t.Body, ResponseStallTimeoutMs: ms}}}, streamgate.KindFrames, nil
 	case w.Run != nil:
+		if w.Refuse != nil {
+			if e := w.Refuse(l.Adapter); e != nil {
+				return nil, 0, &streamgate.RefusedError{Err: e}
+			}
+		}
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: runRequestToProto(w.Run, l, attemptID)}}, streamgate.KindEvents, nil
 	}
 	return nil, 0, errors.New("the provider cannot serve this endpoint")

@@ -10,6 +10,7 @@ import (
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/httphdr"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -116,10 +117,18 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 		surface, path = streamgate.SurfaceOllamaGenerate, "/api/generate"
 	}
 	runID := "run_" + randomID()
-	run := &execution.RunRequest{RunID: runID, Model: req.Model, Messages: req.Messages, Params: req.Params}
+	chatBody, terr := ollama.ToChat(body, generate)
+	run := &execution.RunRequest{RunID: runID, Model: req.Model, Messages: req.Messages, Params: req.Params, ChatBody: chatBody,
+		Stream: req.Stream, Header: httphdr.Propagate(c.Request().Header)}
 	native := &execution.CommandRequest{Command: execution.CommandOllamaAPI, Method: http.MethodPost, Path: path, Body: body, RunID: runID}
+	refuse := func(adapter string) *openai.Error {
+		if terr == nil || adapter != "openai" {
+			return nil
+		}
+		return openai.InvalidRequest("", "%s", terr.Message)
+	}
 	sreq := &streamgate.Request{Surface: surface, Stream: req.Stream, Model: req.Model, Need: streamgate.NeedOllamaAware,
-		Work: streamgate.Work{Run: run, Native: native}, RequestID: "req_" + randomID()}
+		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: "req_" + randomID()}
 	if len(body) <= g.cfg.StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
@@ -26,8 +27,10 @@ func (g *Gateway) chatCompletions(c echo.Context) error {
 		return writeError(c, e)
 	}
 	run := req.RunRequest()
+	run.ChatBody, run.Stream = body, req.Stream
 	sreq := g.baseRequest(c, streamgate.SurfaceChat, req.Model, body, run, "/v1/chat/completions")
 	sreq.Stream, sreq.IncludeUsage = req.Stream, req.IncludeUsage
+	sreq.Work.Refuse = translationRefusal(nil, req.Neutral, body)
 	if req.N > 1 {
 		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil // n > 1 is tunnel-only
 	}
@@ -49,10 +52,19 @@ func (g *Gateway) responses(c echo.Context) error {
 		return writeError(c, e)
 	}
 	run := req.RunRequest()
+	chatBody, terr := openai.ResponsesToChat(body)
+	run.ChatBody, run.Stream = chatBody, req.Stream
 	sreq := g.baseRequest(c, streamgate.SurfaceResponses, req.Model, body, run, "/v1/responses")
 	sreq.Stream, sreq.Echo, sreq.SideEffects = req.Stream, req.Echo(), req.ServerTools
-	if req.PreviousResponseID != "" || req.ServerTools {
-		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil // state and server tools live upstream
+	sreq.Echo.Store = new(false) // a translated response is not stored anywhere
+	sreq.Work.Refuse = translationRefusal(terr, req.Neutral, chatBody)
+	if terr != nil {
+		// State, server tools and the like live upstream: only a provider
+		// that serves the Responses API natively can take the request.
+		if !g.pool.Tunnels(req.Model, SurfaceResponses) {
+			return writeError(c, terr)
+		}
+		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil
 	}
 	streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
 	return nil
@@ -96,7 +108,10 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 	if run != nil {
 		run.RunID, run.SessionID = runID, c.Request().Header.Get("X-Session-Id")
 	}
-	hdr := httphdr.ForUpstream(c.Request().Header)
+	hdr := httphdr.ForUpstream(c.Request().Header, httphdr.CredentialScoped...)
+	if run != nil {
+		run.Header = httphdr.Propagate(c.Request().Header)
+	}
 	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: model, Method: http.MethodPost, Path: path, Header: hdr, Body: body}
 	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: g.cfg.model(model).Fallbacks,
 		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID()}
@@ -117,6 +132,29 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 		return w, nil
 	}
 	return sreq
+}
+
+// translationRefusal says why a request cannot take the translated path
+// to a provider of a given adapter: terr, when the request could not be
+// translated into a Chat body (OpenAI-compatible upstreams); for an
+// Ollama-native upstream, also what its neutral form lost or a Chat field
+// Ollama cannot honour.
+func translationRefusal(terr, neutral *openai.Error, chatBody []byte) func(adapter string) *openai.Error {
+	return func(adapter string) *openai.Error {
+		if terr != nil {
+			return terr
+		}
+		if adapter != "ollama" {
+			return nil
+		}
+		if neutral != nil {
+			return neutral
+		}
+		if f := ollama.ChatRefusal(chatBody); f != "" {
+			return openai.InvalidRequest(f, "'%s' cannot be used with this model: its provider (Ollama) has no equivalent.", f)
+		}
+		return nil
+	}
 }
 
 // withModel returns body with its top-level "model" replaced. The body was

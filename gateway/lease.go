@@ -3,8 +3,6 @@ package gateway
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/iopgw/iop/execution"
 )
 
 // Lease is an immutable dispatch lease: the provider slot one attempt
@@ -21,7 +19,8 @@ type Lease struct {
 	Target               string // the exact target (model) the attempt runs
 	InstanceKey          string
 	Model                string
-	Path                 execution.ExecutionPath
+	Path                 string   // the provider's path policy: auto, provider_tunnel or normalized
+	Surfaces             []string // the client surfaces its upstream serves natively
 	StallTimeout         time.Duration
 	SupportsTunnel       bool
 	SupportsOllamaAPI    bool
@@ -41,6 +40,23 @@ func (l *Lease) Release() bool {
 		return false
 	}
 	l.pool.release(l)
+	return true
+}
+
+// Tunnels reports whether the attempt carries a request of the client
+// surface through unchanged rather than translating it: on path auto
+// when the upstream serves the surface natively, always on path tunnel,
+// never on path normalized.
+func (l *Lease) Tunnels(surface string) bool {
+	if !l.SupportsTunnel {
+		return false
+	}
+	switch l.Path {
+	case pathAuto:
+		return nativeSurface(l.Surfaces, surface)
+	case pathNormalized:
+		return false
+	}
 	return true
 }
 

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,10 @@ import (
 type ProviderPoolDispatchRequest struct {
 	Model string
 	Need  streamgate.Need
+	// Surface is the client's API surface (chat, responses, completions,
+	// embeddings, ollama); with NeedTunnel, only providers that tunnel it
+	// are admissible.
+	Surface string
 	// AvoidProviderID, when non-empty, prefers any runtime-eligible
 	// alternate over this (edge-owned) provider id.
 	AvoidProviderID string
@@ -49,12 +55,52 @@ type pooled struct {
 }
 
 func (p *pooled) serves(model string) bool {
-	for _, m := range p.ad.GetModels() {
-		if m == model {
-			return true
+	return servedName(p.ad, model) != ""
+}
+
+// servedName is the name under which ad serves model, or "". Names
+// compare as the adapter does: Ollama treats "llama3.2" and
+// "llama3.2:latest" as one model.
+func servedName(ad *wire.ProviderAdvertisement, model string) string {
+	ollama := ad.GetAdapter() == "ollama"
+	for _, m := range ad.GetModels() {
+		if m == model || ollama && ollamaName(m) == ollamaName(model) {
+			return m
 		}
 	}
-	return false
+	return ""
+}
+
+// ollamaName adds Ollama's implicit ":latest" tag to a name without one.
+func ollamaName(m string) string {
+	if strings.Contains(m[strings.LastIndex(m, "/")+1:], ":") {
+		return m
+	}
+	return m + ":latest"
+}
+
+// The path policies a provider advertises (execution_path).
+const (
+	pathAuto       = "auto"
+	pathTunnel     = string(execution.ExecutionPathProviderTunnel)
+	pathNormalized = string(execution.ExecutionPathNormalized)
+)
+
+// tunnelable reports whether ad can carry a request of the client
+// surface through unchanged: any surface for a tunnel-capable provider on
+// a forced path, only the surfaces its upstream serves natively under
+// path auto.
+func tunnelable(ad *wire.ProviderAdvertisement, surface string) bool {
+	if !ad.GetSupportsTunnel() {
+		return false
+	}
+	return ad.GetExecutionPath() != pathAuto || nativeSurface(ad.GetSurfaces(), surface)
+}
+
+// nativeSurface reports whether surface is in the advertised list; a
+// provider that advertised none serves every OpenAI surface.
+func nativeSurface(surfaces []string, surface string) bool {
+	return len(surfaces) == 0 || slices.Contains(surfaces, surface)
 }
 
 func (p *pooled) capacity() int { return int(p.ad.GetCapacity()) }
@@ -160,14 +206,14 @@ func (p *Pool) RemoveNode(nodeID string, gen uint64) {
 // admissibleLocked reports whether a provider may take work, ignoring
 // capacity: configuration-healthy, not lowered by the runtime overlay, and
 // able to do what the request needs.
-func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need) bool {
+func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, surface string) bool {
 	if pp.disabled || !pp.serves(model) {
 		return false
 	}
 	if e := p.overlay[pp.key]; e != nil && e.lowered {
 		return false
 	}
-	if need == streamgate.NeedTunnel && !pp.ad.GetSupportsTunnel() {
+	if need == streamgate.NeedTunnel && !tunnelable(pp.ad, surface) {
 		return false
 	}
 	return true
@@ -177,7 +223,7 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need) 
 // and queued resolution.
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
-	for _, pp := range p.routableLocked(req.Model, req.Need) {
+	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
 			avoided = pp
 			continue
@@ -232,8 +278,8 @@ func (p *Pool) leaseLocked(pp *pooled, model string) *Lease {
 	ad := pp.ad
 	return &Lease{
 		NodeID: pp.key.NodeID, ConnectionGeneration: pp.key.Generation, ProviderID: pp.key.edgeID(), LocalProviderID: pp.key.ProviderID,
-		Adapter: ad.GetAdapter(), Target: model, InstanceKey: ad.GetInstanceKey(), Model: model,
-		Path: execution.ExecutionPath(ad.GetExecutionPath()), StallTimeout: time.Duration(ad.GetResponseStallTimeoutMs()) * time.Millisecond,
+		Adapter: ad.GetAdapter(), Target: servedName(ad, model), InstanceKey: ad.GetInstanceKey(), Model: model,
+		Path: ad.GetExecutionPath(), Surfaces: ad.GetSurfaces(), StallTimeout: time.Duration(ad.GetResponseStallTimeoutMs()) * time.Millisecond,
 		SupportsTunnel: ad.GetSupportsTunnel(), SupportsOllamaAPI: ad.GetSupportsOllamaApi(),
 		slot: pp, pool: p,
 	}
@@ -370,7 +416,7 @@ func (p *Pool) Candidates(req ProviderPoolDispatchRequest) streamgate.Candidates
 	defer p.mu.Unlock()
 	alt := 0
 	avoided := false
-	for _, pp := range p.routableLocked(req.Model, req.Need) {
+	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
 			avoided = true
 			continue
@@ -387,7 +433,7 @@ func (p *Pool) Models() []string {
 	seen := map[string]bool{}
 	for _, pp := range p.providers {
 		for _, m := range pp.ad.GetModels() {
-			if !seen[m] && p.admissibleLocked(pp, m, streamgate.NeedAny) {
+			if !seen[m] && p.admissibleLocked(pp, m, streamgate.NeedAny, "") {
 				seen[m] = true
 			}
 		}
@@ -410,6 +456,15 @@ func (p *Pool) Known(model string) bool {
 		}
 	}
 	return false
+}
+
+// Tunnels reports whether an admissible provider of model (or of one of
+// its fallbacks' — the caller checks those) carries the client surface
+// through unchanged.
+func (p *Pool) Tunnels(model, surface string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.routableLocked(model, streamgate.NeedTunnel, surface)) > 0
 }
 
 // InUse returns the number of leased slots.

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,7 +58,14 @@ func New(cfg Config, opts Options) (*Agent, error) {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		opts.Registerer, opts.Gatherer = reg, reg
 	}
-	registry, err := buildRegistry(cfg)
+	malformed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_node_upstream_malformed_events_total",
+		Help: "Upstream stream events skipped on the normalized path because they were not the JSON expected; the rest of the answer is delivered.",
+	}, []string{"adapter"})
+	if err := opts.Registerer.Register(malformed); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	registry, err := buildRegistry(cfg, malformed)
 	if err != nil {
 		return nil, err
 	}

@@ -81,11 +81,25 @@ type ProviderConfig struct {
 	ID string `koanf:"id"`
 	// Adapter is sim, ollama or openai. Required.
 	Adapter string `koanf:"adapter"`
-	// Path is normalized (the node speaks to the provider and the edge
-	// renders OpenAI output) or tunnel (OpenAI-compatible bytes carried
-	// through unchanged). Default normalized; tunnel needs ollama or openai
-	// or sim.
+	// Path is auto (default: a client surface the upstream serves
+	// natively — see Surfaces — goes through unchanged, the tunnel; the
+	// rest is translated, the normalized path), tunnel (every OpenAI
+	// request carried through unchanged) or normalized (every request
+	// translated: the node speaks to the provider and the edge renders the
+	// client's format).
 	Path string `koanf:"path"`
+	// Surfaces are the client API surfaces the upstream serves natively:
+	// chat, responses, completions, embeddings (OpenAI) and ollama (/api/*).
+	// Defaults: openai chat, completions, embeddings (add responses for a
+	// server with /v1/responses); ollama ollama; sim chat, responses.
+	Surfaces []string `koanf:"surfaces"`
+	// NonStream is how a client's non-stream request reaches an
+	// OpenAI-compatible upstream on the normalized path: stream (default:
+	// the watchdog sees every token; the upstream sees stream: true) or json
+	// (the upstream's own non-stream answer and usage; no progress is seen
+	// until the whole answer, so the stall timeout must exceed the longest
+	// answer). The tunnel path always sends the client's request as is.
+	NonStream string `koanf:"non_stream"`
 	// BaseURL is the provider's URL (ollama: http://127.0.0.1:11434;
 	// openai: https://host/v1 or http://host:8000/v1). Unused by sim.
 	BaseURL string `koanf:"base_url"`
@@ -95,6 +109,10 @@ type ProviderConfig struct {
 	APIKeyEnv string `koanf:"api_key_env"`
 	// Headers are extra headers sent to the provider.
 	Headers map[string]string `koanf:"headers"`
+	// ForwardHeaders names credential-scoped client headers passed to this
+	// provider (e.g. OpenAI-Organization, OpenAI-Project); by default they
+	// are stripped, so a client cannot choose what the node's key bills.
+	ForwardHeaders []string `koanf:"forward_headers"`
 	// Models are the model names served. Required (at least one).
 	Models []string `koanf:"models"`
 	// Target is the exact model probes check. Default: Models[0].
@@ -132,9 +150,20 @@ type SimConfig struct {
 
 // The execution paths a provider config can choose.
 const (
+	PathAuto       = "auto"
 	PathNormalized = "normalized"
 	PathTunnel     = "tunnel"
 )
+
+// surfaceNames are the surfaces a provider may declare.
+var surfaceNames = []string{"chat", "responses", "completions", "embeddings", "ollama"}
+
+// defaultSurfaces are the surfaces each adapter's upstream serves natively.
+var defaultSurfaces = map[string][]string{
+	"openai": {"chat", "completions", "embeddings"},
+	"ollama": {"ollama"},
+	"sim":    {"chat", "responses"},
+}
 
 // DefaultConfig returns a Config with every default set.
 func DefaultConfig() Config {
@@ -229,10 +258,25 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 	}
 	switch p.Path {
 	case "":
-		p.Path = PathNormalized
-	case PathNormalized, PathTunnel:
+		p.Path = PathAuto
+	case PathAuto, PathNormalized, PathTunnel:
 	default:
-		bad("path", "must be normalized or tunnel")
+		bad("path", "must be auto, normalized or tunnel")
+	}
+	if p.Surfaces == nil {
+		p.Surfaces = defaultSurfaces[p.Adapter]
+	}
+	for i, s := range p.Surfaces {
+		if !slices.Contains(surfaceNames, s) {
+			bad(fmt.Sprintf("surfaces[%d]", i), "must be one of %s", strings.Join(surfaceNames, ", "))
+		}
+	}
+	switch p.NonStream {
+	case "":
+		p.NonStream = "stream"
+	case "stream", "json":
+	default:
+		bad("non_stream", "must be stream or json")
 	}
 	if p.Adapter != "sim" {
 		if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -270,12 +314,16 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 	return errs
 }
 
-// ExecutionPath returns the contract vocabulary for p's path.
-func (p *ProviderConfig) ExecutionPath() execution.ExecutionPath {
-	if p.Path == PathTunnel {
-		return execution.ExecutionPathProviderTunnel
+// PathPolicy is p's path as advertised to the edge: auto, or the
+// contract's execution path a forced path always takes.
+func (p *ProviderConfig) PathPolicy() string {
+	switch p.Path {
+	case PathTunnel:
+		return string(execution.ExecutionPathProviderTunnel)
+	case PathNormalized:
+		return string(execution.ExecutionPathNormalized)
 	}
-	return execution.ExecutionPathNormalized
+	return PathAuto
 }
 
 func validID(s string) bool {

@@ -251,7 +251,8 @@ func (a *Agent) advertisement() *wire.Advertisement {
 		ad.Providers = append(ad.Providers, &wire.ProviderAdvertisement{
 			ProviderId: desc.ProviderID, Adapter: desc.Adapter, Target: desc.Target, InstanceKey: desc.InstanceKey,
 			Models: desc.Models, Capacity: int32(desc.Capacity), ResponseStallTimeoutMs: desc.EffectiveResponseStallTimeoutMS(),
-			ExecutionPath: string(pc.ExecutionPath()), SupportsTunnel: tunnels, SupportsOllamaApi: native && pc.Adapter == "ollama",
+			ExecutionPath: pc.PathPolicy(), SupportsTunnel: tunnels, SupportsOllamaApi: native && pc.Adapter == "ollama",
+			Surfaces: pc.Surfaces,
 		})
 	}
 	return ad

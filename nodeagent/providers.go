@@ -3,6 +3,8 @@ package nodeagent
 import (
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/nodeagent/providers/httpx"
 	"github.com/iopgw/iop/nodeagent/providers/ollama"
@@ -11,11 +13,11 @@ import (
 )
 
 // buildRegistry constructs every configured provider and registers it.
-func buildRegistry(cfg Config) (*execution.Registry, error) {
+func buildRegistry(cfg Config, malformed *prometheus.CounterVec) (*execution.Registry, error) {
 	reg := execution.NewRegistry()
 	for i := range cfg.Providers {
 		pc := &cfg.Providers[i]
-		p, err := newProvider(pc)
+		p, err := newProvider(pc, malformed)
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d]: %w", i, err)
 		}
@@ -30,8 +32,8 @@ func buildRegistry(cfg Config) (*execution.Registry, error) {
 	return reg, nil
 }
 
-func newProvider(pc *ProviderConfig) (execution.Provider, error) {
-	cred := httpx.Credentials{APIKey: pc.APIKey, Headers: pc.Headers}
+func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec) (execution.Provider, error) {
+	cred := httpx.Credentials{APIKey: pc.APIKey, Headers: pc.Headers, Forward: pc.ForwardHeaders}
 	switch pc.Adapter {
 	case "sim":
 		s := pc.Sim
@@ -45,7 +47,8 @@ func newProvider(pc *ProviderConfig) (execution.Provider, error) {
 	case "ollama":
 		return ollama.New(ollama.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
 	case "openai":
-		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
+		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred, NonStream: pc.NonStream,
+			OnMalformed: malformed.WithLabelValues(pc.Adapter).Inc}), nil
 	}
 	return nil, fmt.Errorf("unknown adapter %q", pc.Adapter)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -64,7 +65,18 @@ type Work struct {
 	Tunnel *execution.ProviderTunnelRequest
 	// Native is the native Ollama request, for providers that speak it.
 	Native *execution.CommandRequest
+	// Refuse, if set, says why Run cannot go to a provider of the given
+	// adapter on the translated path: a field or content part that
+	// adapter's upstream has no equivalent for (nil when it can).
+	Refuse func(adapter string) *openai.Error
 }
+
+// RefusedError is a dispatch failure that is the client's: the request
+// cannot be expressed for the provider chosen. It is answered with Err,
+// never retried.
+type RefusedError struct{ Err *openai.Error }
+
+func (e *RefusedError) Error() string { return e.Err.Message }
 
 // DispatchRequest asks for one attempt.
 type DispatchRequest struct {

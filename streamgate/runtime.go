@@ -207,6 +207,12 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 		rt.cycleResult(ResultNotSelected)
 		clientCancelledTotal.Inc()
 		return
+	case errors.As(err, new(*RefusedError)):
+		rt.cycleResult(ResultNotSelected)
+		var re *RefusedError
+		errors.As(err, &re)
+		rt.fail(ctx, re.Err, nil)
+		return
 	case errors.Is(err, ErrNoProvider):
 		rt.cycleResult(ResultNotSelected)
 	default:

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/iopgw/iop/codec/openai"
-	"github.com/iopgw/iop/internal/httphdr"
 )
 
 // fail ends the request with a typed error. Before commit that is an
@@ -67,7 +66,7 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 	if e == nil && o != nil && o.errBody != nil {
 		// The upstream's own error answer, verbatim.
 		terminalsTotal.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()
-		_ = rt.resp.respond(o.upstream.Status, httphdr.FromUpstream(o.errHead), o.errBody)
+		_ = rt.resp.respond(o.upstream.Status, o.errHead, o.errBody)
 		return
 	}
 	if e == nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/httphdr"
 )
 
 // tunnelMode is how a tunnelled response body is handled.
@@ -66,7 +67,7 @@ func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
 	t, rt := ar.tun, ar.rt
 	switch f.Type {
 	case execution.FrameTypeResponseStart:
-		t.status, t.header = f.Status, http.Header(f.Header)
+		t.status, t.header = f.Status, httphdr.ForClient(http.Header(f.Header))
 		format, stream := eventstream.FormatFor(t.header.Get("Content-Type"))
 		switch {
 		case f.Status >= 400:

@@ -45,6 +45,11 @@ type ChatRequest struct {
 	Messages     []execution.Message
 	Params       execution.GenerationParams
 	HasTools     bool
+	// Neutral, when set, is why the provider-neutral form lost part of the
+	// request (a content part it cannot carry, such as input_audio or
+	// file). Providers that read only the neutral form must refuse the
+	// request with it; OpenAI-compatible providers get the body itself.
+	Neutral *Error
 }
 
 type chatWire struct {
@@ -131,7 +136,7 @@ func DecodeChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
 		}
 		req.IncludeUsage = w.StreamOptions.IncludeUsage != nil && *w.StreamOptions.IncludeUsage
 	}
-	msgs, e := decodeMessages(w.Messages, l)
+	msgs, e := decodeMessages(w.Messages, l, &req.Neutral)
 	if e != nil {
 		return nil, e
 	}
@@ -230,7 +235,7 @@ func checkSampling(temp, topP, presence, frequency *float64) *Error {
 
 var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
-func decodeMessages(raw json.RawMessage, l Limits) ([]execution.Message, *Error) {
+func decodeMessages(raw json.RawMessage, l Limits, neutral **Error) ([]execution.Message, *Error) {
 	if len(nonNull(raw)) == 0 {
 		return nil, InvalidRequest("messages", "Missing required parameter: 'messages'.")
 	}
@@ -250,7 +255,7 @@ func decodeMessages(raw json.RawMessage, l Limits) ([]execution.Message, *Error)
 	}
 	out := make([]execution.Message, 0, len(ws))
 	for i, w := range ws {
-		m, e := decodeMessage(i, w)
+		m, e := decodeMessage(i, w, neutral)
 		if e != nil {
 			return nil, e
 		}
@@ -259,7 +264,7 @@ func decodeMessages(raw json.RawMessage, l Limits) ([]execution.Message, *Error)
 	return out, nil
 }
 
-func decodeMessage(i int, w messageWire) (execution.Message, *Error) {
+func decodeMessage(i int, w messageWire, neutral **Error) (execution.Message, *Error) {
 	param := func(f string) string { return "messages[" + itoa(i) + "]" + f }
 	if w.Role == nil || !roles[*w.Role] {
 		return execution.Message{}, InvalidRequest(param(".role"), "Invalid value for 'role': expected one of system, developer, user, assistant, tool.")
@@ -277,13 +282,13 @@ func decodeMessage(i int, w messageWire) (execution.Message, *Error) {
 	for _, tc := range w.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, execution.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	if e := decodeContent(w.Content, &m, param(".content")); e != nil {
+	if e := decodeContent(w.Content, &m, param(".content"), neutral); e != nil {
 		return m, e
 	}
 	return m, nil
 }
 
-func decodeContent(raw json.RawMessage, m *execution.Message, param string) *Error {
+func decodeContent(raw json.RawMessage, m *execution.Message, param string, neutral **Error) *Error {
 	raw = nonNull(raw)
 	if len(raw) == 0 {
 		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
@@ -311,8 +316,13 @@ func decodeContent(raw json.RawMessage, m *execution.Message, param string) *Err
 				return InvalidRequest(param+"["+itoa(j)+"].image_url", "Missing required parameter: 'image_url.url'.")
 			}
 			m.Images = append(m.Images, p.ImageURL.URL)
+		case "":
+			return InvalidRequest(param+"["+itoa(j)+"].type", "Missing required parameter: '%s[%d].type'.", param, j)
 		default:
-			return InvalidRequest(param+"["+itoa(j)+"].type", "Invalid content part type %q.", clip(p.Type, 64))
+			// input_audio, file, refusal and parts iop does not know pass
+			// unchanged to OpenAI-compatible providers; the neutral form
+			// cannot carry them.
+			note(neutral, refuse(param+"["+itoa(j)+"].type", "is a content part ("+clip(p.Type, 64)+") this model's provider cannot take"))
 		}
 	}
 	m.Content = text.String()

@@ -42,7 +42,7 @@ func TestDecodeChatRequest(t *testing.T) {
 		{"duplicate stream", `{"model":"a","stream":true,"stream":false,"messages":[{"role":"user","content":"hi"}]}`, "", true},
 		{"lone surrogate", `{"model":"m","messages":[{"role":"user","content":"\ud800"}]}`, "", true},
 		{"invalid utf8", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xc3\x28\"}]}", "", true},
-		{"bad part type", `{"model":"m","messages":[{"role":"user","content":[{"type":"audio"}]}]}`, "messages[0].content[0].type", true},
+		{"part without type", `{"model":"m","messages":[{"role":"user","content":[{"text":"x"}]}]}`, "messages[0].content[0].type", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +82,20 @@ func TestDecodeChatRequestValues(t *testing.T) {
 	}
 }
 
+// TestChatContentPartsPassForOpenAIProviders: input_audio and file parts
+// are not refused at the edge (OpenAI-compatible providers get the body);
+// the neutral form notes that it cannot carry them.
+func TestChatContentPartsPassForOpenAIProviders(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}},{"type":"file","file":{"file_data":"data:application/pdf;base64,AA==","filename":"a.pdf"}}]}]}`
+	r, e := DecodeChatRequest([]byte(body), Limits{})
+	if e != nil {
+		t.Fatal(e.Message)
+	}
+	if r.Neutral == nil || r.Neutral.Param != "messages[0].content[1].type" || r.Messages[0].Content != "hi" {
+		t.Fatalf("decoded %+v, neutral %+v", r, r.Neutral)
+	}
+}
+
 func TestDecodeResponsesRequest(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -103,7 +117,9 @@ func TestDecodeResponsesRequest(t *testing.T) {
 		{"missing model", `{"input":"hi"}`, "model", nil},
 		{"missing input", `{"model":"m"}`, "input", nil},
 		{"background", `{"model":"m","input":"hi","background":true}`, "background", nil},
-		{"bad item", `{"model":"m","input":[{"type":"computer_call"}]}`, "input[0].type", nil},
+		{"item only the native API takes", `{"model":"m","input":[{"type":"computer_call"}]}`, "", func(r *ResponsesRequest) bool {
+			return r.Neutral != nil && r.Neutral.Param == "input[0].type"
+		}},
 		{"max_output_tokens", `{"model":"m","input":"hi","max_output_tokens":0}`, "max_output_tokens", nil},
 		{"duplicate keys", `{"model":"m","input":"a","input":"b"}`, "", nil},
 	}

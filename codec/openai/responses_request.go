@@ -25,6 +25,11 @@ type ResponsesRequest struct {
 	// effects outside the client's control.
 	ServerTools bool
 	HasTools    bool
+	// Neutral, when set, is why the provider-neutral form (Messages,
+	// Params) lost part of the request: an input item or content part it
+	// cannot carry. Providers that read only the neutral form must refuse
+	// the request with it; the tunnel and the Chat translation carry it.
+	Neutral *Error
 }
 
 type responsesWire struct {
@@ -93,7 +98,7 @@ func DecodeResponsesRequest(body []byte, l Limits) (*ResponsesRequest, *Error) {
 		r.Instructions = *w.Instructions
 		r.Messages = append(r.Messages, execution.Message{Role: "system", Content: *w.Instructions})
 	}
-	msgs, e := decodeInput(w.Input, l)
+	msgs, e := decodeInput(w.Input, l, &r.Neutral)
 	if e != nil {
 		return nil, e
 	}
@@ -123,7 +128,7 @@ func (r *ResponsesRequest) RunRequest() *execution.RunRequest {
 	return &execution.RunRequest{Model: r.Model, Messages: r.Messages, Params: r.Params}
 }
 
-func decodeInput(raw json.RawMessage, l Limits) ([]execution.Message, *Error) {
+func decodeInput(raw json.RawMessage, l Limits, neutral **Error) ([]execution.Message, *Error) {
 	raw = nonNull(raw)
 	if len(raw) == 0 {
 		return nil, InvalidRequest("input", "Missing required parameter: 'input'.")
@@ -147,16 +152,27 @@ func decodeInput(raw json.RawMessage, l Limits) ([]execution.Message, *Error) {
 	}
 	var out []execution.Message
 	for i, it := range items {
-		m, e := inputItem(i, it)
+		m, e := inputItem(i, it, neutral)
 		if e != nil {
 			return nil, e
 		}
-		out = append(out, m)
+		if m.Role != "" {
+			out = append(out, m)
+		}
 	}
 	return out, nil
 }
 
-func inputItem(i int, it inputItemWire) (execution.Message, *Error) {
+// note keeps the first reason the neutral form is incomplete.
+func note(neutral **Error, e *Error) {
+	if *neutral == nil {
+		*neutral = e
+	}
+}
+
+// inputItem decodes one input item; an item of a type the neutral form
+// cannot carry is noted and skipped (zero Message).
+func inputItem(i int, it inputItemWire, neutral **Error) (execution.Message, *Error) {
 	param := "input[" + itoa(i) + "]"
 	switch it.Type {
 	case "function_call":
@@ -171,7 +187,8 @@ func inputItem(i int, it inputItemWire) (execution.Message, *Error) {
 		return execution.Message{Role: "tool", ToolCallID: it.CallID, Content: out}, nil
 	case "", "message":
 	default:
-		return execution.Message{}, InvalidRequest(param+".type", "Unsupported input item type %q.", clip(it.Type, 64))
+		note(neutral, refuse(param+".type", "is an input item ("+clip(it.Type, 64)+") this model's provider cannot take"))
+		return execution.Message{}, nil
 	}
 	if !roles[it.Role] {
 		return execution.Message{}, InvalidRequest(param+".role", "Invalid value for 'role'.")
@@ -189,6 +206,7 @@ func inputItem(i int, it inputItemWire) (execution.Message, *Error) {
 		Type     string `json:"type"`
 		Text     string `json:"text"`
 		ImageURL string `json:"image_url"`
+		FileID   string `json:"file_id"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return m, InvalidRequest(param+".content", "Invalid type for '%s.content'.", param)
@@ -201,9 +219,11 @@ func inputItem(i int, it inputItemWire) (execution.Message, *Error) {
 		case "input_image":
 			if p.ImageURL != "" {
 				m.Images = append(m.Images, p.ImageURL)
+			} else {
+				note(neutral, refuse(param+".content", "has an image by file id that this model's provider cannot resolve"))
 			}
 		default:
-			return m, InvalidRequest(param+".content", "Unsupported content part type %q.", clip(p.Type, 64))
+			note(neutral, refuse(param+".content", "has a content part ("+clip(p.Type, 64)+") this model's provider cannot take"))
 		}
 	}
 	m.Content = text.String()

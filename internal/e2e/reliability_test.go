@@ -36,7 +36,7 @@ func TestTruncationIsNeverSuccess(t *testing.T) {
 		normalized string
 	}{
 		{"cut-after-3", "typed", "typed"},
-		{"malformed-at-2", "complete-native", "typed"}, // tunnel: the upstream's bytes, unchanged
+		{"malformed-at-2", "complete-native", "complete"}, // tunnel: the upstream's bytes, unchanged; normalized: the event is skipped (counted), as real clients skip it
 		{"huge-line", "complete", "complete"},
 		{"html-502", "typed-502", "typed-502"},
 		{"no-done", "finished-native", "complete"}, // tunnel: no synthetic [DONE] (WIRE.md §1.4); the finish chunk ends it

@@ -20,6 +20,18 @@ var hopByHop = []string{
 // secrets; they stay at the edge.
 var credentials = []string{"Authorization", "Cookie", "Api-Key", "X-Api-Key", "Openai-Api-Key"}
 
+// CredentialScoped are request headers that choose which account a
+// provider's credential acts for (or carry another vendor's key); a
+// client must not pick the organization the node's key bills. A provider
+// may forward named ones (its forward_headers setting).
+var CredentialScoped = []string{"Openai-Organization", "Openai-Project", "X-Goog-Api-Key", "X-Auth-Token", "Anthropic-Api-Key", "X-Goog-User-Project"}
+
+// Propagated are the client request headers carried on every path, the
+// translated one included: trace context, the client's request id, and
+// the OpenAI request headers that change how the upstream treats the
+// request.
+var Propagated = []string{"Traceparent", "Tracestate", "X-Request-Id", "Openai-Beta", "Idempotency-Key"}
+
 // edgeOnly are request headers the edge owns or the transport recomputes.
 var edgeOnly = []string{"Host", "Content-Length", "Accept-Encoding", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"}
 
@@ -36,10 +48,11 @@ func removeConnectionListed(h http.Header) {
 
 // ForUpstream returns a copy of a client's request headers that may be
 // carried to a provider: end-to-end headers such as Content-Type, Accept,
-// OpenAI-Organization, OpenAI-Project, X-Stainless-* and custom ones, with
-// hop-by-hop headers, credentials, Host, Content-Length, Accept-Encoding
-// and X-Forwarded-* removed.
-func ForUpstream(in http.Header) http.Header {
+// OpenAI-Beta, X-Stainless-* and custom ones, with hop-by-hop headers,
+// credentials, credential-scoped headers (OpenAI-Organization,
+// OpenAI-Project, other vendors' key headers) unless named in allow, Host,
+// Content-Length, Accept-Encoding and X-Forwarded-* removed.
+func ForUpstream(in http.Header, allow ...string) http.Header {
 	h := in.Clone()
 	if h == nil {
 		return http.Header{}
@@ -50,7 +63,53 @@ func ForUpstream(in http.Header) http.Header {
 			h.Del(k)
 		}
 	}
+	for _, k := range CredentialScoped {
+		if !containsFold(allow, k) {
+			h.Del(k)
+		}
+	}
 	return h
+}
+
+// Propagate returns the Propagated headers of a client request, for the
+// translated path (nil when there are none).
+func Propagate(in http.Header) map[string][]string {
+	var out map[string][]string
+	for _, k := range Propagated {
+		if v := in.Values(k); len(v) > 0 {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// fromNode are response headers a node may not set on a client's
+// response: the edge owns framing (Content-Length, Transfer-Encoding,
+// Content-Encoding: the node's transport already decoded the body) and
+// never lets a provider set cookies, redirect, or name its server.
+var fromNode = []string{"Content-Length", "Content-Encoding", "Set-Cookie", "Set-Cookie2", "Location", "Server", "Alt-Svc", "Strict-Transport-Security"}
+
+// ForClient returns the headers of a node-relayed upstream response that
+// may reach the client: what FromUpstream keeps, minus the headers the
+// edge owns or never takes from a node.
+func ForClient(in http.Header) http.Header {
+	h := FromUpstream(in)
+	for _, k := range fromNode {
+		h.Del(k)
+	}
+	return h
+}
+
+func containsFold(list []string, k string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // FromUpstream returns a copy of a provider's response headers without

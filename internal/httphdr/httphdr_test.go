@@ -28,7 +28,10 @@ func TestForUpstream(t *testing.T) {
 			t.Errorf("%s forwarded", gone)
 		}
 	}
-	for _, kept := range []string{"Content-Type", "Openai-Organization", "X-Stainless-Os", "X-Custom"} {
+	if out.Get("Openai-Organization") != "" || ForUpstream(in, "OpenAI-Organization").Get("Openai-Organization") != "org" {
+		t.Error("OpenAI-Organization: stripped by default, forwarded when allowed")
+	}
+	for _, kept := range []string{"Content-Type", "X-Stainless-Os", "X-Custom"} {
 		if out.Get(kept) == "" {
 			t.Errorf("%s dropped", kept)
 		}
@@ -48,5 +51,18 @@ func TestFromUpstream(t *testing.T) {
 	}
 	if len(ForUpstream(nil)) != 0 || len(FromUpstream(nil)) != 0 {
 		t.Fatal("nil input")
+	}
+}
+
+func TestPropagateAndForClient(t *testing.T) {
+	in := http.Header{"Traceparent": {"00-a-b-01"}, "Openai-Beta": {"assistants=v2"}, "Idempotency-Key": {"k1"}, "X-Request-Id": {"r"}, "Authorization": {"Bearer x"}}
+	p := Propagate(in)
+	if len(p) != 4 || p["Traceparent"][0] != "00-a-b-01" || p["Authorization"] != nil {
+		t.Fatalf("propagated %v", p)
+	}
+	out := ForClient(http.Header{"Content-Length": {"1"}, "Transfer-Encoding": {"chunked", "chunked"}, "Set-Cookie": {"a=b"}, "Location": {"http://x"},
+		"Server": {"vllm"}, "Content-Encoding": {"gzip"}, "Content-Type": {"text/event-stream"}, "X-Request-Id": {"up"}})
+	if len(out) != 2 || out.Get("Content-Type") == "" || out.Get("X-Request-Id") != "up" {
+		t.Fatalf("for client %v", out)
 	}
 }

@@ -11,7 +11,7 @@ import json, sys, yaml
 ROOTS = [
     "CreateChatCompletionResponse", "CreateChatCompletionStreamResponse", "Response",
     "ResponseStreamEvent", "ErrorResponse", "ListModelsResponse", "Model",
-    "CreateEmbeddingResponse",
+    "CreateEmbeddingResponse", "CreateChatCompletionRequest", "CreateResponse",
 ]
 
 spec = yaml.safe_load(open(sys.argv[1]))

@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -73,4 +74,36 @@ var responseEvents = map[string]string{
 	"response.reasoning_text.delta":          "ResponseReasoningTextDeltaEvent",
 	"response.reasoning_text.done":           "ResponseReasoningTextDoneEvent",
 	"error":                                  "ResponseErrorEvent",
+}
+
+// Properties returns the top-level property names of the named object
+// schema, through allOf compositions, sorted.
+func Properties(schema string) ([]string, error) {
+	d, err := load()
+	if err != nil {
+		return nil, fmt.Errorf("load OpenAI schemas: %w", err)
+	}
+	ref, ok := d.Components.Schemas[schema]
+	if !ok || ref.Value == nil {
+		return nil, fmt.Errorf("no schema %q in the extracted subset", schema)
+	}
+	seen := map[string]bool{}
+	var walk func(s *openapi3.Schema)
+	walk = func(s *openapi3.Schema) {
+		for name := range s.Properties {
+			seen[name] = true
+		}
+		for _, sub := range s.AllOf {
+			if sub.Value != nil {
+				walk(sub.Value)
+			}
+		}
+	}
+	walk(ref.Value)
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
 }

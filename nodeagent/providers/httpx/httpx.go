@@ -39,6 +39,10 @@ func NewClient() *http.Client {
 type Credentials struct {
 	APIKey  string            // sent as Authorization: Bearer <APIKey>
 	Headers map[string]string // extra configured headers
+	// Forward names credential-scoped client headers (OpenAI-Organization,
+	// OpenAI-Project, …) this provider passes on; by default they are
+	// stripped so a client cannot choose what the node's key bills.
+	Forward []string
 }
 
 // Apply sets the node's credentials on h, replacing any client value.
@@ -64,7 +68,7 @@ func NewRequest(ctx context.Context, method, url string, clientHeader map[string
 	if err != nil {
 		return nil, err
 	}
-	req.Header = httphdr.ForUpstream(http.Header(clientHeader))
+	req.Header = httphdr.ForUpstream(http.Header(clientHeader), cred.Forward...)
 	if len(body) > 0 && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

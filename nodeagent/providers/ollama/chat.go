@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	ollamacodec "github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/nodeagent/providers/httpx"
 )
@@ -160,6 +161,13 @@ func chatRequest(req *execution.RunRequest) map[string]any {
 	}
 	if len(pr.Stop) > 0 {
 		opts["stop"] = pr.Stop
+	}
+	extra, think := ollamacodec.ChatOptions(req.ChatBody)
+	for k, v := range extra {
+		opts[k] = v
+	}
+	if think != nil {
+		body["think"] = think
 	}
 	if len(opts) > 0 {
 		body["options"] = opts
