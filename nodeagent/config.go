@@ -91,7 +91,9 @@ type ProviderConfig struct {
 	// Surfaces are the client API surfaces the upstream serves natively:
 	// chat, responses, completions, embeddings (OpenAI) and ollama (/api/*).
 	// Defaults: openai chat, completions, embeddings (add responses for a
-	// server with /v1/responses); ollama ollama; sim chat, responses.
+	// server with /v1/responses); ollama ollama, completions, embeddings
+	// (Chat and Responses clients are translated to /api/chat); sim chat,
+	// responses.
 	Surfaces []string `koanf:"surfaces"`
 	// NonStream is how a client's non-stream request reaches an
 	// OpenAI-compatible upstream on the normalized path: stream (default:
@@ -161,7 +163,7 @@ var surfaceNames = []string{"chat", "responses", "completions", "embeddings", "o
 // defaultSurfaces are the surfaces each adapter's upstream serves natively.
 var defaultSurfaces = map[string][]string{
 	"openai": {"chat", "completions", "embeddings"},
-	"ollama": {"ollama"},
+	"ollama": {"ollama", "completions", "embeddings"}, // /api/* natively; Ollama's /v1 for the endpoints iop does not translate
 	"sim":    {"chat", "responses"},
 }
 

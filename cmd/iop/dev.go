@@ -29,7 +29,9 @@ type devConfig struct {
 }
 
 // defaultDevConfig serves the model iop-sim from two sim providers — one
-// on the normalized path, one tunnelled — on 127.0.0.1:8080, with the
+// on the default path (auto: the sim serves Chat and Responses natively, so
+// those are tunnelled), one translating every request — on 127.0.0.1:8080,
+// with the
 // admin listener on 127.0.0.1:8081 and the node link on a free loopback
 // port.
 func defaultDevConfig() devConfig {
@@ -45,8 +47,8 @@ func defaultDevConfig() devConfig {
 
 func defaultDevProviders() []nodeagent.ProviderConfig {
 	return []nodeagent.ProviderConfig{
-		{ID: "sim-a", Adapter: "sim", Models: []string{"iop-sim"}, Capacity: 8},
-		{ID: "sim-b", Adapter: "sim", Path: nodeagent.PathTunnel, Models: []string{"iop-sim"}, Capacity: 8},
+		{ID: "sim-a", Adapter: "sim", Path: nodeagent.PathNormalized, Models: []string{"iop-sim"}, Capacity: 8},
+		{ID: "sim-b", Adapter: "sim", Models: []string{"iop-sim"}, Capacity: 8},
 	}
 }
 

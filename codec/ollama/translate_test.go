@@ -1,0 +1,63 @@
+package ollama
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestToChat(t *testing.T) {
+	body := `{"model":"llama3.2","stream":false,"keep_alive":"5m","format":{"type":"object"},"think":false,"tools":[{"type":"function","function":{"name":"f"}}],
+		"options":{"temperature":0.2,"num_predict":64,"num_ctx":8192,"repeat_penalty":1.1,"top_k":40},
+		"messages":[{"role":"user","content":"look","images":["AAAA"]},{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{"x":1}}}]},{"role":"tool","tool_name":"f","content":"42"}]}`
+	out, e := ToChat([]byte(body), false)
+	if e != nil {
+		t.Fatal(e.Message)
+	}
+	var got map[string]any
+	_ = json.Unmarshal(out, &got)
+	want := map[string]any{
+		"model": "llama3.2", "stream": false, "temperature": 0.2, "max_tokens": 64.0, "repetition_penalty": 1.1, "top_k": 40.0,
+		"response_format":      map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "response", "schema": map[string]any{"type": "object"}}},
+		"chat_template_kwargs": map[string]any{"enable_thinking": false},
+		"tools":                []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}},
+		"messages": []any{
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "look"}, map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}}}},
+			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "call_0", "type": "function", "function": map[string]any{"name": "f", "arguments": `{"x":1}`}}}},
+			map[string]any{"role": "tool", "content": "42", "tool_call_id": "call_0"},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	gen, e := ToChat([]byte(`{"model":"m","prompt":"hi","system":"sys","format":"json"}`), true)
+	if e != nil || string(gen) != `{"messages":[{"content":"sys","role":"system"},{"content":"hi","role":"user"}],"model":"m","response_format":{"type":"json_object"}}` {
+		t.Fatalf("generate: %s %v", gen, e)
+	}
+	for _, bad := range []string{`{"model":"m","messages":[],"options":{"mirostat":2}}`, `{"model":"m","messages":[],"template":"x"}`} {
+		if _, e := ToChat([]byte(bad), false); e == nil || e.Status != 400 {
+			t.Errorf("%s: want a 400, got %v", bad, e)
+		}
+	}
+}
+
+func TestChatRefusalAndOptions(t *testing.T) {
+	tests := map[string]string{
+		`{"model":"m","messages":[],"user":"u","metadata":{},"store":true,"temperature":1}`: "",
+		`{"model":"m","messages":[],"logit_bias":{"1":2}}`:                                 "logit_bias",
+		`{"model":"m","messages":[],"n":2}`:                                                "n",
+		`{"model":"m","messages":[],"tool_choice":"required"}`:                             "tool_choice",
+		`{"model":"m","messages":[],"chat_template_kwargs":{}}`:                            "chat_template_kwargs",
+		`{"model":"m","messages":[],"logprobs":false,"modalities":["text"]}`:               "",
+	}
+	for body, want := range tests {
+		if got := ChatRefusal([]byte(body)); got != want {
+			t.Errorf("%s: refusal %q, want %q", body, got, want)
+		}
+	}
+	opts, think := ChatOptions([]byte(`{"frequency_penalty":0.5,"repetition_penalty":1.2,"reasoning_effort":"high"}`))
+	if string(opts["frequency_penalty"]) != "0.5" || string(opts["repeat_penalty"]) != "1.2" || string(think) != `"high"` {
+		t.Fatalf("options %v think %s", opts, think)
+	}
+}
