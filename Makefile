@@ -43,6 +43,7 @@ FUZZ_TARGETS := \
 	codec/openai:FuzzDecodeChatRequest \
 	codec/openai:FuzzDecodeResponsesRequest \
 	codec/jsonstrict:FuzzCheck \
+	codec/eventstream:FuzzSSEReader \
 	nodeagent/providers/openai:FuzzReadStream \
 	nodeagent/providers/ollama:FuzzReadNDJSON \
 	gateway:FuzzNodeMessages \

@@ -262,3 +262,42 @@ func TestRemoveNodeIsGenerationScoped(t *testing.T) {
 		t.Fatal(fmt.Sprint(p.Snapshot()))
 	}
 }
+
+// TestPoolRoutesBySurfaceAndOllamaNames: path auto admits a tunnel-only
+// request only on a provider that serves its surface natively, and an
+// Ollama provider's "llama3.2" answers "llama3.2:latest" (and the reverse)
+// under the name it advertised.
+func TestPoolRoutesBySurfaceAndOllamaNames(t *testing.T) {
+	p := testPool(8, time.Second)
+	chat := ad("chat", 2, "m")
+	chat.Adapter, chat.ExecutionPath, chat.Surfaces = "openai", pathAuto, []string{"chat"}
+	resp := ad("resp", 2, "m")
+	resp.Adapter, resp.ExecutionPath, resp.Surfaces = "openai", pathAuto, []string{"chat", "responses"}
+	ol := ad("ol", 2, "llama3.2", "qwen3:8b")
+	ol.Adapter, ol.ExecutionPath, ol.Surfaces = "ollama", pathAuto, []string{"ollama", "embeddings"}
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{chat, resp, ol})
+	ctx := context.Background()
+	for range 4 {
+		l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", Need: streamgate.NeedTunnel, Surface: "responses"})
+		if err != nil || l.ProviderID != "n1/resp" || !l.Tunnels("responses") {
+			t.Fatalf("responses went to %v (%v)", l, err)
+		}
+		l.Release()
+	}
+	if !p.Tunnels("m", "responses") || p.Tunnels("llama3.2", "responses") {
+		t.Fatal("Tunnels")
+	}
+	for model, want := range map[string]string{"llama3.2:latest": "llama3.2", "llama3.2": "llama3.2", "qwen3:8b": "qwen3:8b", "qwen3": ""} {
+		l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: model})
+		if want == "" {
+			if !errors.Is(err, streamgate.ErrNoProvider) {
+				t.Fatalf("%s: %v", model, err)
+			}
+			continue
+		}
+		if err != nil || l.Target != want || l.Model != model {
+			t.Fatalf("%s: lease %+v (%v)", model, l, err)
+		}
+		l.Release()
+	}
+}

@@ -65,7 +65,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if err := opts.Registerer.Register(malformed); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	registry, err := buildRegistry(cfg, malformed)
+	registry, err := buildRegistry(cfg, malformed, opts.Log)
 	if err != nil {
 		return nil, err
 	}

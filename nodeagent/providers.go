@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,11 +14,11 @@ import (
 )
 
 // buildRegistry constructs every configured provider and registers it.
-func buildRegistry(cfg Config, malformed *prometheus.CounterVec) (*execution.Registry, error) {
+func buildRegistry(cfg Config, malformed *prometheus.CounterVec, log *slog.Logger) (*execution.Registry, error) {
 	reg := execution.NewRegistry()
 	for i := range cfg.Providers {
 		pc := &cfg.Providers[i]
-		p, err := newProvider(pc, malformed)
+		p, err := newProvider(pc, malformed, log)
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d]: %w", i, err)
 		}
@@ -32,7 +33,7 @@ func buildRegistry(cfg Config, malformed *prometheus.CounterVec) (*execution.Reg
 	return reg, nil
 }
 
-func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec) (execution.Provider, error) {
+func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec, log *slog.Logger) (execution.Provider, error) {
 	cred := httpx.Credentials{APIKey: pc.APIKey, Headers: pc.Headers, Forward: pc.ForwardHeaders}
 	switch pc.Adapter {
 	case "sim":
@@ -48,7 +49,10 @@ func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec) (executio
 		return ollama.New(ollama.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
 	case "openai":
 		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred, NonStream: pc.NonStream,
-			OnMalformed: malformed.WithLabelValues(pc.Adapter).Inc}), nil
+			OnMalformed: func() {
+				malformed.WithLabelValues(pc.Adapter).Inc()
+				log.Debug("upstream event skipped: not the JSON expected", "provider_id", pc.ID, "adapter", pc.Adapter)
+			}}), nil
 	}
 	return nil, fmt.Errorf("unknown adapter %q", pc.Adapter)
 }
