@@ -45,11 +45,11 @@ func TestToChat(t *testing.T) {
 func TestChatRefusalAndOptions(t *testing.T) {
 	tests := map[string]string{
 		`{"model":"m","messages":[],"user":"u","metadata":{},"store":true,"temperature":1}`: "",
-		`{"model":"m","messages":[],"logit_bias":{"1":2}}`:                                 "logit_bias",
-		`{"model":"m","messages":[],"n":2}`:                                                "n",
-		`{"model":"m","messages":[],"tool_choice":"required"}`:                             "tool_choice",
-		`{"model":"m","messages":[],"chat_template_kwargs":{}}`:                            "chat_template_kwargs",
-		`{"model":"m","messages":[],"logprobs":false,"modalities":["text"]}`:               "",
+		`{"model":"m","messages":[],"logit_bias":{"1":2}}`:                                  "logit_bias",
+		`{"model":"m","messages":[],"n":2}`:                                                 "n",
+		`{"model":"m","messages":[],"tool_choice":"required"}`:                              "tool_choice",
+		`{"model":"m","messages":[],"chat_template_kwargs":{}}`:                             "chat_template_kwargs",
+		`{"model":"m","messages":[],"logprobs":false,"modalities":["text"]}`:                "",
 	}
 	for body, want := range tests {
 		if got := ChatRefusal([]byte(body)); got != want {
