@@ -39,6 +39,9 @@ type Config struct {
 	Overlay    OverlayConfig    `koanf:"overlay"`
 	Outlier    OutlierConfig    `koanf:"outlier"`
 	Log        LogConfig        `koanf:"log"`
+	// NodeLimits bound what a node may claim: everything a node sends is
+	// untrusted input.
+	NodeLimits NodeLimitsConfig `koanf:"node_limits"`
 	// DrainTimeout bounds graceful shutdown: streams get this long to
 	// finish before they receive a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
@@ -107,6 +110,21 @@ type LimitsConfig struct {
 	WriteTimeout      time.Duration `koanf:"write_timeout"`       // per write, default 60s
 }
 
+// NodeLimitsConfig bounds what a node's advertisement may claim.
+type NodeLimitsConfig struct {
+	// MaxStallTimeout caps a provider's advertised stall timeout (the
+	// edge's silent-node backstop derives from it). Default 30m.
+	MaxStallTimeout time.Duration `koanf:"max_stall_timeout"`
+	// MaxCapacity caps a provider's advertised concurrent attempts; an
+	// advertised 0 or less counts as 1. Default 1024.
+	MaxCapacity int `koanf:"max_capacity"`
+	// MaxProviders and MaxModels bound an advertisement (providers per
+	// node, models per provider); a larger one is refused. Defaults 256
+	// and 1024. Names (ids, models, adapter, target) are at most 256 bytes.
+	MaxProviders int `koanf:"max_providers"`
+	MaxModels    int `koanf:"max_models"`
+}
+
 // QueueConfig bounds the per-model wait for a provider slot.
 type QueueConfig struct {
 	MaxLength int           `koanf:"max_length"` // default 256
@@ -138,7 +156,11 @@ type StreamGateConfig struct {
 	BackoffBase      time.Duration `koanf:"backoff_base"`       // default 100ms
 	BackoffMax       time.Duration `koanf:"backoff_max"`        // default 2s
 	MaxRetryAfter    time.Duration `koanf:"max_retry_after"`    // default 5s
-	Filter           FilterConfig  `koanf:"filter"`
+	// BackstopMargin is how long past a provider's stall timeout the edge
+	// waits on a silent attempt (a frozen or hostile node) before ending it
+	// itself. Default 15s.
+	BackstopMargin time.Duration `koanf:"backstop_margin"`
+	Filter         FilterConfig  `koanf:"filter"`
 }
 
 // FilterConfig is semantic filtering (disabled by default).
@@ -173,6 +195,7 @@ func DefaultConfig() Config {
 		StreamGate:   StreamGateConfig{MaxAttempts: 3, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second, MaxRetryAfter: 5 * time.Second},
 		Overlay:      OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
 		Log:          LogConfig{Level: "info", Format: "json"},
+		NodeLimits:   NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024},
 		DrainTimeout: 30 * time.Second,
 	}
 }
@@ -244,6 +267,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := streamgate.NewFilter(c.StreamGate.Filter.Rules); err != nil {
 		bad("streamgate.filter", "%v", err)
+	}
+	if nl := c.NodeLimits; nl.MaxStallTimeout <= 0 || nl.MaxCapacity <= 0 || nl.MaxProviders <= 0 || nl.MaxModels <= 0 {
+		bad("node_limits", "every limit must be positive")
 	}
 	for i, m := range c.Models {
 		if m.Name == "" {

@@ -131,8 +131,13 @@ type edgeAttempt struct {
 	mu         sync.Mutex
 	terminated bool
 	closeOnce  sync.Once
+	relOnce    sync.Once
 	status     int // the tunnel's upstream status, from response_start
 }
+
+// release releases the lease exactly once, whichever path gets there
+// first (the terminal, a link error, Close).
+func (a *edgeAttempt) release() { a.relOnce.Do(func() { a.lease.Release() }) }
 
 var _ streamgate.Attempt = (*edgeAttempt)(nil)
 
@@ -162,7 +167,7 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	}
 	m, err := a.conn.stream.Recv()
 	if err != nil {
-		a.lease.Release()
+		a.release()
 		return streamgate.Item{}, fmt.Errorf("node link: %w", err)
 	}
 	switch msg := m.Msg.(type) {
@@ -176,6 +181,12 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	case *wire.AttemptUp_Frame:
 		f := tunnelFrameFromProto(msg.Frame)
 		if f.Type == execution.FrameTypeResponseStart {
+			if f.Status < 200 || f.Status > 599 {
+				// Untrusted input: a status a client must never see (a 1xx,
+				// or an invented one) ends the attempt as a provider failure.
+				f = execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "invalid upstream status",
+					Failure: execution.UpstreamFailure(&execution.UpstreamError{Message: fmt.Sprintf("the node reported an invalid upstream status %d", f.Status)})}
+			}
 			a.status = f.Status
 		}
 		if f.Type.IsTerminal() {
@@ -189,7 +200,7 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 		f.Failure = a.terminal(f.Failure)
 		return streamgate.Item{Frame: &f}, nil
 	}
-	a.lease.Release()
+	a.release()
 	return streamgate.Item{}, errors.New("node link: unexpected message")
 }
 
@@ -207,7 +218,7 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 		f, release = v.Failure, v.ReleaseLease
 	}
 	if release {
-		a.lease.Release()
+		a.release()
 	}
 	a.conn.end()
 	return f
@@ -263,8 +274,6 @@ func (a *edgeAttempt) Close() {
 	a.closeOnce.Do(func() {
 		a.conn.end()
 		a.cancel()
-		if !a.lease.Released() {
-			a.lease.Release()
-		}
+		a.release()
 	})
 }

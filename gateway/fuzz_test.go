@@ -65,7 +65,8 @@ func (s *scriptedAttempt) Recv() (*wire.AttemptUp, error) {
 // of an Attempt stream, then the hub's handlers. The hub never panics; the
 // pool only ever holds providers and models inside the node's grant, all
 // of the current generation; an Attempt stream naming no pending dispatch
-// of its own generation is refused and counted as stale.
+// of its own generation is refused and counted as stale, and one opened
+// while no dispatch waits is refused before its first message is read.
 func FuzzNodeMessages(f *testing.F) {
 	seed := func(s *wire.NodeMessage, a *wire.AttemptUp) {
 		sb, _ := proto.Marshal(s)
@@ -112,6 +113,18 @@ func FuzzNodeMessages(f *testing.F) {
 		if proto.Unmarshal(attemptMsg, up) != nil {
 			return
 		}
+		// With no dispatch waiting, no attempt stream is even read.
+		if err := h.Attempt(&scriptedAttempt{ctx: ctx, up: up}); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("attempt stream with no dispatch waiting: %v", err)
+		}
+		h.mu.Lock()
+		h.opening["n1"]++ // a dispatch of another id is waiting
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			h.opening["n1"]--
+			h.mu.Unlock()
+		}()
 		before := testutil.ToFloat64(m.staleGeneration)
 		err := h.Attempt(&scriptedAttempt{ctx: ctx, up: up})
 		switch code := status.Code(err); {

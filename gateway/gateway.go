@@ -90,6 +90,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
 	g.pool.metrics = g.metrics
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
+	g.hub.limits = cfg.NodeLimits
 	g.auth = newAuthenticator(cfg.Auth)
 	filter, err := streamgate.NewFilter(filterRules(cfg.StreamGate.Filter))
 	if err != nil {
@@ -100,7 +101,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
 		Hold:        streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
 		BackoffBase: cfg.StreamGate.BackoffBase, BackoffMax: cfg.StreamGate.BackoffMax, MaxRetryAfter: cfg.StreamGate.MaxRetryAfter,
-		Budget: streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock),
+		BackstopMargin: cfg.StreamGate.BackstopMargin,
+		Budget:         streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock),
 	}.WithDefaults()
 	g.sg = &sg
 	g.echo = g.newEcho()
@@ -308,11 +310,9 @@ func (g *Gateway) shutdown() {
 	if adminSrv != nil {
 		_ = adminSrv.Close()
 	}
-	stopped := make(chan struct{})
-	go func() { grpcSrv.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		grpcSrv.Stop()
-	}
+	// HTTP has drained, so no attempt is left on the node link: close the
+	// node sessions now (GracefulStop would wait on them, which never end
+	// by themselves) and wait for their readers.
+	grpcSrv.Stop()
+	g.hub.wait()
 }

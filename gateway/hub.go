@@ -41,12 +41,17 @@ type Hub struct {
 	metrics *edgeMetrics
 	edgeID  string
 	mtls    bool
+	limits  NodeLimitsConfig
 	gen     atomic.Uint64
 
 	mu       sync.Mutex // guards the following fields
 	conns    map[string]*nodeConn
 	pending  map[string]*pendingDispatch
+	opening  map[string]int // per node: dispatches waiting for their attempt stream
+	reading  map[string]int // per node: attempt streams not yet matched to one
 	draining bool
+
+	readers sync.WaitGroup // session reader goroutines
 }
 
 // nodeConn is one registered node connection.
@@ -87,7 +92,8 @@ func (a *attemptConn) end() { a.once.Do(func() { close(a.done) }) }
 // NewHub returns a hub.
 func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
 	h := &Hub{nodes: map[string]NodeConfig{}, pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
-		conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{}}
+		limits: DefaultConfig().NodeLimits, conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
+		opening: map[string]int{}, reading: map[string]int{}}
 	for _, n := range nodes {
 		h.nodes[n.ID] = n
 	}
@@ -223,7 +229,9 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 // connection is superseded.
 func (h *Hub) serveSession(c *nodeConn) error {
 	errc := make(chan error, 1)
+	h.readers.Add(1)
 	go func() {
+		defer h.readers.Done()
 		for {
 			m, err := c.stream.Recv()
 			if err != nil {
@@ -231,8 +239,8 @@ func (h *Hub) serveSession(c *nodeConn) error {
 				return
 			}
 			if ad := m.GetAdvertisement(); ad != nil {
-				if ads, err := h.granted(c.nodeID, ad.GetProviders()); err == nil && h.current(c) {
-					h.pool.SetNode(c.nodeID, c.gen, ads)
+				if ads, err := h.granted(c.nodeID, ad.GetProviders()); err == nil {
+					h.readvertise(c, ads)
 				}
 			}
 		}
@@ -245,10 +253,19 @@ func (h *Hub) serveSession(c *nodeConn) error {
 	}
 }
 
-// granted checks an advertisement against the node's grant.
+// granted checks an advertisement against the edge's limits and the
+// node's grant, and clamps what the node claims of the edge's resources:
+// capacity into [1, max_capacity], the stall timeout to
+// max_stall_timeout. Everything a node sends is untrusted input.
 func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire.ProviderAdvertisement, error) {
 	n := h.nodes[nodeID]
+	if len(ads) > h.limits.MaxProviders {
+		return nil, fmt.Errorf("%d providers advertised; at most %d are accepted", len(ads), h.limits.MaxProviders)
+	}
 	for _, ad := range ads {
+		if err := h.bounded(ad); err != nil {
+			return nil, err
+		}
 		if len(n.Providers) > 0 && !contains(n.Providers, ad.GetProviderId()) {
 			return nil, fmt.Errorf("provider %q is outside the node's grant", clipID(ad.GetProviderId()))
 		}
@@ -259,6 +276,37 @@ func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire
 		}
 	}
 	return ads, nil
+}
+
+// maxName bounds every name in an advertisement.
+const maxName = 256
+
+// bounded checks one provider's advertisement against the limits and
+// clamps its capacity and stall timeout.
+func (h *Hub) bounded(ad *wire.ProviderAdvertisement) error {
+	if len(ad.GetModels()) == 0 || len(ad.GetModels()) > h.limits.MaxModels {
+		return fmt.Errorf("provider %q advertises %d models; 1 to %d are accepted", clipID(ad.GetProviderId()), len(ad.GetModels()), h.limits.MaxModels)
+	}
+	if len(ad.GetSurfaces()) > 8 {
+		return fmt.Errorf("provider %q advertises %d surfaces", clipID(ad.GetProviderId()), len(ad.GetSurfaces()))
+	}
+	names := append([]string{ad.GetProviderId(), ad.GetAdapter(), ad.GetTarget(), ad.GetInstanceKey(), ad.GetExecutionPath()}, ad.GetModels()...)
+	for _, s := range append(names, ad.GetSurfaces()...) {
+		if len(s) > maxName {
+			return fmt.Errorf("provider %q advertises a name longer than %d bytes", clipID(ad.GetProviderId()), maxName)
+		}
+	}
+	if ad.GetProviderId() == "" {
+		return errors.New("a provider without an id was advertised")
+	}
+	ad.Capacity = min(max(ad.GetCapacity(), 1), int32(h.limits.MaxCapacity))
+	if maxMS := h.limits.MaxStallTimeout.Milliseconds(); ad.GetResponseStallTimeoutMs() <= 0 || ad.GetResponseStallTimeoutMs() > maxMS {
+		ad.ResponseStallTimeoutMs = min(max(ad.GetResponseStallTimeoutMs(), 0), maxMS)
+		if ad.ResponseStallTimeoutMs == 0 {
+			ad.ResponseStallTimeoutMs = min(300000, maxMS)
+		}
+	}
+	return nil
 }
 
 func contains(list []string, v string) bool {
@@ -277,11 +325,21 @@ func clipID(s string) string {
 	return s
 }
 
-func (h *Hub) current(c *nodeConn) bool {
+// readvertise applies a re-advertisement of c — only while c is the
+// node's registered connection, checked and applied under one lock, so a
+// late advertisement of a superseded or closed connection never reaches
+// the pool (which refuses an older generation anyway).
+func (h *Hub) readvertise(c *nodeConn, ads []*wire.ProviderAdvertisement) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.conns[c.nodeID] == c
+	if h.conns[c.nodeID] == c {
+		h.pool.SetNode(c.nodeID, c.gen, ads)
+	}
 }
+
+// wait returns once every session reader has ended (after the gRPC server
+// stopped, every session stream has).
+func (h *Hub) wait() { h.readers.Wait() }
 
 // unregister removes c — only if it is still the node's registered
 // connection — and its providers of that generation.
@@ -309,12 +367,9 @@ func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown)
 	id := randomID()
 	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
 	h.pending[id] = pd
+	h.opening[owner.NodeID]++
 	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		delete(h.pending, id)
-		h.mu.Unlock()
-	}()
+	defer h.abandon(id, pd)
 	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Dispatch{Dispatch: &wire.Dispatch{DispatchId: id}}}); err != nil {
 		return nil, fmt.Errorf("sending dispatch: %w", err)
 	}
@@ -342,7 +397,11 @@ func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown)
 // without touching the lease.
 func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	nodeID := nodeIDFrom(stream.Context())
+	if !h.admitAttempt(nodeID) {
+		return status.Error(codes.ResourceExhausted, "no dispatch is waiting for an attempt stream")
+	}
 	m, err := stream.Recv()
+	h.matchedAttempt(nodeID)
 	if err != nil {
 		return err
 	}
@@ -350,25 +409,75 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
-	h.mu.Lock()
-	pd := h.pending[open.GetDispatchId()]
-	h.mu.Unlock()
 	r := Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
-	if pd == nil || pd.owner != r {
-		h.metrics.staleGeneration.Inc()
-		return status.Error(codes.NotFound, "no such dispatch for this connection")
-	}
 	a := &attemptConn{stream: stream, reception: r, done: make(chan struct{})}
-	select {
-	case pd.ch <- a:
-	default:
-		return status.Error(codes.AlreadyExists, "dispatch already opened")
+	if err := h.deliver(open.GetDispatchId(), a); err != nil {
+		return err
 	}
 	select {
 	case <-a.done:
 	case <-stream.Context().Done():
 	}
 	return nil
+}
+
+// abandon forgets dispatch id once open is done with it. An attempt
+// stream delivered after open gave up is ended, so its Attempt handler
+// (and the node's end) does not wait for the session to die; delivery
+// happens under h.mu, so none can follow.
+func (h *Hub) abandon(id string, pd *pendingDispatch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.pending, id)
+	if h.opening[pd.owner.NodeID]--; h.opening[pd.owner.NodeID] <= 0 {
+		delete(h.opening, pd.owner.NodeID)
+	}
+	select {
+	case a := <-pd.ch:
+		a.end()
+	default:
+	}
+}
+
+// deliver hands a to the dispatch id waits for, under h.mu so that open's
+// cleanup (which drains what it abandons under the same lock) cannot miss
+// it.
+func (h *Hub) deliver(id string, a *attemptConn) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pd := h.pending[id]
+	if pd == nil || pd.owner != a.reception {
+		h.metrics.staleGeneration.Inc()
+		return status.Error(codes.NotFound, "no such dispatch for this connection")
+	}
+	select {
+	case pd.ch <- a:
+		return nil
+	default:
+		return status.Error(codes.AlreadyExists, "dispatch already opened")
+	}
+}
+
+// admitAttempt lets an attempt stream read its first message only while
+// the node has more dispatches waiting than streams already reading one:
+// a node cannot make the edge decode messages on streams it was never
+// asked to open.
+func (h *Hub) admitAttempt(nodeID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reading[nodeID] >= h.opening[nodeID] {
+		return false
+	}
+	h.reading[nodeID]++
+	return true
+}
+
+func (h *Hub) matchedAttempt(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reading[nodeID]--; h.reading[nodeID] <= 0 {
+		delete(h.reading, nodeID)
+	}
 }
 
 // NodeInfo describes a registered node connection.

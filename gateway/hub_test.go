@@ -156,3 +156,58 @@ func TestReconnectRace(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestLateAdvertisementNeverWipesANewerConnection is issue 18's defect 2:
+// an advertisement of a superseded connection, or of an older generation,
+// never replaces the newer connection's providers.
+func TestLateAdvertisementNeverWipesANewerConnection(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	c := e.client(t)
+	_, g1, err := session(t, context.Background(), c, "tok", "n1", ad("p", 4, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.hub.mu.Lock()
+	old := e.hub.conns["n1"]
+	e.hub.mu.Unlock()
+	_, g2, err := session(t, context.Background(), c, "tok", "n1", ad("q", 4, "m"))
+	if err != nil || g2 <= g1 {
+		t.Fatal(err)
+	}
+	e.hub.readvertise(old, []*wire.ProviderAdvertisement{ad("stale", 4, "m")})
+	if e.pool.SetNode("n1", g1, []*wire.ProviderAdvertisement{ad("stale", 4, "m")}) {
+		t.Fatal("the pool took an older generation")
+	}
+	snap := e.pool.Snapshot()
+	if len(snap) != 1 || snap[0].LocalProviderID != "q" || snap[0].ConnectionGeneration != g2 {
+		t.Fatalf("pool after late advertisements: %+v", snap)
+	}
+}
+
+// TestAbandonedAttemptIsEnded: an attempt stream delivered to a dispatch
+// that open already gave up on is ended at once, not left waiting for the
+// session to die.
+func TestAbandonedAttemptIsEnded(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	owner := Reception{NodeID: "n1", ConnectionGeneration: 7}
+	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
+	e.hub.mu.Lock()
+	e.hub.pending["d1"], e.hub.opening["n1"] = pd, 1
+	e.hub.mu.Unlock()
+	a := &attemptConn{reception: owner, done: make(chan struct{})}
+	if err := e.hub.deliver("d1", a); err != nil {
+		t.Fatal(err)
+	}
+	e.hub.abandon("d1", pd) // open timed out just before reading pd.ch
+	select {
+	case <-a.done:
+	default:
+		t.Fatal("the abandoned attempt stream was not ended")
+	}
+	if err := e.hub.deliver("d1", &attemptConn{reception: owner, done: make(chan struct{})}); status.Code(err) != codes.NotFound {
+		t.Fatalf("delivery after abandon: %v", err)
+	}
+	if e.hub.opening["n1"] != 0 {
+		t.Fatalf("opening count %d", e.hub.opening["n1"])
+	}
+}

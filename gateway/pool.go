@@ -123,6 +123,7 @@ type Pool struct {
 	providers map[providerKey]*pooled
 	queues    map[string]*waitQueue
 	overlay   map[providerKey]*overlayEntry
+	nodeGen   map[string]uint64 // the newest connection generation set per node
 	useSeq    uint64
 }
 
@@ -148,19 +149,38 @@ func NewPool(c PoolConfig) *Pool {
 		c.Now = time.Now
 	}
 	return &Pool{cfgQueue: c.Queue, policy: c.Policy, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
-		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}}
+		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}, nodeGen: map[string]uint64{}}
 }
 
-// SetNode replaces the providers of nodeID with those advertised on
-// connection generation gen. Providers and overlay entries of any other
-// generation are dropped: a new connection does not inherit the old
-// overlay.
-func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisement) {
+// SetNode sets the providers of nodeID's connection generation gen. It is
+// compare-and-swap on the generation: an advertisement of an older
+// generation than one already set never replaces it (reported false); a
+// newer generation replaces every provider of the node; the same
+// generation (a re-advertisement) updates its providers in place, so
+// leases, in-flight counts and outlier state carry over exactly.
+func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisement) bool {
 	p.mu.Lock()
-	old := map[providerKey]*pooled{}
-	for k, pp := range p.providers {
-		if k.NodeID == nodeID {
-			old[k] = pp
+	defer p.mu.Unlock()
+	if gen < p.nodeGen[nodeID] {
+		return false
+	}
+	p.nodeGen[nodeID] = gen
+	keep := map[providerKey]bool{}
+	for _, ad := range ads {
+		k := providerKey{NodeID: nodeID, Generation: gen, ProviderID: ad.GetProviderId()}
+		keep[k] = true
+		pol := p.policy(k.edgeID())
+		if pol.ID == "" {
+			pol = p.policy(ad.GetProviderId())
+		}
+		if pp := p.providers[k]; pp != nil {
+			pp.ad, pp.priority, pp.disabled = ad, pol.Priority, pol.Disabled
+			continue
+		}
+		p.providers[k] = &pooled{key: k, ad: ad, priority: pol.Priority, disabled: pol.Disabled}
+	}
+	for k := range p.providers {
+		if k.NodeID == nodeID && !keep[k] {
 			delete(p.providers, k)
 		}
 	}
@@ -169,20 +189,8 @@ func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisem
 			delete(p.overlay, k)
 		}
 	}
-	for _, ad := range ads {
-		k := providerKey{NodeID: nodeID, Generation: gen, ProviderID: ad.GetProviderId()}
-		pol := p.policy(k.edgeID())
-		if pol.ID == "" {
-			pol = p.policy(ad.GetProviderId())
-		}
-		pp := &pooled{key: k, ad: ad, priority: pol.Priority, disabled: pol.Disabled}
-		if prev := old[k]; prev != nil { // a re-advertisement on the same connection
-			pp.inFlight, pp.lastUsed = prev.inFlight, prev.lastUsed
-		}
-		p.providers[k] = pp
-	}
 	p.pumpLocked()
-	p.mu.Unlock()
+	return true
 }
 
 // RemoveNode drops nodeID's providers, but only those of generation gen:

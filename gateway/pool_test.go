@@ -301,3 +301,33 @@ func TestPoolRoutesBySurfaceAndOllamaNames(t *testing.T) {
 		l.Release()
 	}
 }
+
+// TestReadvertisementKeepsLeaseAccounting: a re-advertisement of the same
+// generation updates providers in place, so a lease taken before it
+// releases the slot it took (no capacity leak) and outlier state stays.
+func TestReadvertisementKeepsLeaseAccounting(t *testing.T) {
+	p := testPool(0, time.Millisecond)
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
+	ctx := context.Background()
+	l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.providers[l.slot.key].outlier.streak = 3
+	p.mu.Unlock()
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m", "m2")})
+	l.Release()
+	for range 3 {
+		l2, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m2"})
+		if err != nil {
+			t.Fatalf("capacity leaked across a re-advertisement: %v", err)
+		}
+		l2.Release()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pp := p.providers[l.slot.key]; pp.outlier.streak != 3 || pp.inFlight != 0 {
+		t.Fatalf("provider state after re-advertisement: %+v", pp)
+	}
+}

@@ -157,8 +157,10 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 		if ev.Failure != nil && ev.Failure.Code == execution.FailureCodeResponseStalled && !w.claimed.Load() {
 			ev.Failure = nil // only the watchdog types a stall
 		}
-		if sendErr == nil {
-			sendErr = send(runEventToProto(ev, id))
+		for _, part := range splitEvent(ev, maxEventText) {
+			if sendErr == nil {
+				sendErr = send(runEventToProto(part, id))
+			}
 		}
 	})
 	spec := attemptSpec[execution.RunEvent]{

@@ -141,7 +141,7 @@ func (ar *attemptRun) out(p []byte) error {
 		return rt.resp.release()
 	}
 	if ar.hold == nil && h.MaxDelay > 0 {
-		ar.hold = rt.cfg.Clock.AfterFunc(h.MaxDelay, func() { _ = rt.resp.release() })
+		ar.hold = rt.cfg.Clock.AfterFunc(h.MaxDelay, rt.resp.releaseFromTimer)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package streamgate
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -39,8 +40,26 @@ type responder struct {
 	failed    error // a write failed: the client is gone or too slow
 }
 
+// newResponder writes through w (so a wrapper such as echo's keeps
+// tracking status and size) but flushes and sets deadlines on the writer
+// w wraps: echo's Flush panics on ErrNotSupported and drops every other
+// flush error, where the server's own writer reports it (FlushError), so
+// a failed flush ends the attempt like a failed write.
 func newResponder(w http.ResponseWriter, writeTimeout time.Duration) *responder {
-	return &responder{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, state: TransportUncommitted, header: http.Header{}}
+	inner := w
+	if u, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
+		inner = u.Unwrap()
+	}
+	return &responder{w: w, rc: http.NewResponseController(inner), writeTimeout: writeTimeout, state: TransportUncommitted, header: http.Header{}}
+}
+
+// validStatus is s when a client may be sent it, else 502: a status
+// outside 200–599 (a 1xx, a 0, or a node's invented 42) is never written.
+func validStatus(s int) int {
+	if s < 200 || s > 599 {
+		return http.StatusBadGateway
+	}
+	return s
 }
 
 // State reports the commit state.
@@ -84,7 +103,7 @@ func (r *responder) writeLocked(p []byte) error {
 		if r.status == 0 {
 			r.status = http.StatusOK
 		}
-		r.w.WriteHeader(r.status)
+		r.w.WriteHeader(validStatus(r.status))
 		r.state = StreamOpen
 	}
 	if r.writeTimeout > 0 {
@@ -115,6 +134,20 @@ func (r *responder) hold(p []byte) {
 	defer r.mu.Unlock()
 	r.held = append(r.held, p...)
 	r.heldCount++
+}
+
+// releaseFromTimer is release for the commit-hold timer's goroutine,
+// which no handler's recover covers: a panic there fails the response
+// (the attempt then ends on its next write) instead of the process.
+func (r *responder) releaseFromTimer() {
+	defer func() {
+		if v := recover(); v != nil {
+			r.mu.Lock()
+			r.failed = fmt.Errorf("releasing held output: %v", v)
+			r.mu.Unlock()
+		}
+	}()
+	_ = r.release()
 }
 
 // release writes held output (committing) and ends the hold.
@@ -176,7 +209,7 @@ func (r *responder) respond(status int, h http.Header, body []byte) error {
 		for k, v := range h {
 			r.w.Header()[k] = v
 		}
-		r.w.WriteHeader(status)
+		r.w.WriteHeader(validStatus(status))
 		r.state = TerminalCommitted
 		return nil
 	}

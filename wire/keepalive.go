@@ -44,9 +44,24 @@ const (
 	// grpc-go replenishes it as data arrives, not as streams are read, so
 	// a stuck stream never blocks the others.
 	EdgeConnWindow = 16 << 20
-	// MaxMessageSize bounds one message in either direction (a request
-	// body snapshot, or one response chunk).
+	// MaxMessageSize bounds one message the edge sends (a request body
+	// snapshot) and the node receives.
 	MaxMessageSize = 64 << 20
+	// EdgeMaxRecvMessage bounds one message the edge receives from a node
+	// (a node may run in someone else's network): nodes send body frames
+	// of at most 32 KiB, events of at most 256 KiB of text and headers of
+	// at most 64 KiB, so 1 MiB is ample, and what a hostile node can make
+	// the edge decode at once is bounded by it times the attempt streams
+	// the node may hold open.
+	EdgeMaxRecvMessage = 1 << 20
+	// EdgeMaxHeaderList bounds the HTTP/2 header list the edge decodes on
+	// the node port, before any token is checked (grpc-go's default is 16
+	// MiB: an unauthenticated HPACK amplification).
+	EdgeMaxHeaderList = 16 << 10
+	// EdgeHandshakeTimeout bounds how long a connection to the node port
+	// may take to complete its TLS and HTTP/2 handshake (grpc-go's
+	// default is 120 s, which lets idle connections hold descriptors).
+	EdgeHandshakeTimeout = 5 * time.Second
 )
 
 // EdgeServerOptions are the edge's gRPC server options for the node link.
@@ -57,7 +72,9 @@ func EdgeServerOptions() []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(EdgeMaxConcurrentStreams),
 		grpc.InitialWindowSize(EdgeStreamWindow),
 		grpc.InitialConnWindowSize(EdgeConnWindow),
-		grpc.MaxRecvMsgSize(MaxMessageSize),
+		grpc.MaxRecvMsgSize(EdgeMaxRecvMessage),
 		grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.MaxHeaderListSize(EdgeMaxHeaderList),
+		grpc.ConnectionTimeout(EdgeHandshakeTimeout),
 	}
 }

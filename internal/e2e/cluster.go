@@ -150,6 +150,15 @@ func countProviders(specs []NodeSpec) int {
 	return n
 }
 
+// DialNodePort connects to the edge's node listener as a node would
+// (bufconn or TCP).
+func (c *Cluster) DialNodePort(ctx context.Context) (net.Conn, error) {
+	if c.nodeLis != nil {
+		return c.nodeLis.DialContext(ctx)
+	}
+	return (&net.Dialer{}).DialContext(ctx, "tcp", c.nodeAddr)
+}
+
 // StartNode starts (or restarts) a node agent.
 func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 	t.Helper()

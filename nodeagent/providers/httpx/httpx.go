@@ -31,6 +31,9 @@ func NewClient() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// Response headers travel to the edge in one message, which the
+		// edge bounds (wire.EdgeMaxRecvMessage).
+		MaxResponseHeaderBytes: 64 << 10,
 	}
 	return &http.Client{Transport: t}
 }

@@ -1,0 +1,72 @@
+package streamgate
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/iopgw/iop/execution"
+)
+
+// failingFlush is a server writer whose flush fails, as net/http's does
+// once the client connection is gone.
+type failingFlush struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *failingFlush) FlushError() error {
+	f.flushes++
+	return errors.New("connection reset by peer")
+}
+
+// TestFlushErrorEndsTheAttempt: behind echo's response wrapper (whose
+// Flush drops errors), a failed flush still ends the attempt like a
+// failed write, and echo still tracks the status.
+func TestFlushErrorEndsTheAttempt(t *testing.T) {
+	inner := &failingFlush{ResponseRecorder: httptest.NewRecorder()}
+	w := echo.NewResponse(inner, echo.New())
+	a := &fakeAttempt{provider: "p", items: []Item{delta("one"), delta("two"), delta("three"), complete()}}
+	d := &fakeDispatcher{attempts: []*fakeAttempt{a}}
+	cfg := Config{Dispatcher: d}.WithDefaults()
+	Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w)
+	if inner.flushes != 1 {
+		t.Fatalf("%d flushes: the attempt went on after a failed flush", inner.flushes)
+	}
+	if a.i > 2 {
+		t.Fatalf("the attempt was read %d times after its first write failed", a.i)
+	}
+	if w.Status != 200 || !w.Committed {
+		t.Fatalf("echo tracked status %d committed %v", w.Status, w.Committed)
+	}
+}
+
+// TestInvalidNodeStatusNeverReachesTheClient: a tunnel response_start
+// with a status outside 200–599 (a 1xx, or an invented one) is answered
+// with 502, with or without the commit hold (whose release runs on a timer
+// goroutine no handler recover covers).
+func TestInvalidNodeStatusNeverReachesTheClient(t *testing.T) {
+	for _, status := range []int{42, 101, 199, 600} {
+		for _, hold := range []HoldConfig{{}, {MaxDelay: time.Millisecond}} {
+			hdr := map[string][]string{"Content-Type": {"text/event-stream"}}
+			items := []Item{
+				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: status, Header: hdr}),
+				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n")}),
+			}
+			a := &fakeAttempt{kind: KindFrames, provider: "p", items: items, delay: 5 * time.Millisecond}
+			a.items = append(a.items, frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: [DONE]\n\n")}),
+				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}))
+			cfg := Config{Dispatcher: &fakeDispatcher{attempts: []*fakeAttempt{a}}, Hold: hold}.WithDefaults()
+			w := httptest.NewRecorder()
+			Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w)
+			if w.Code != http.StatusBadGateway || status < 600 && !strings.Contains(w.Body.String(), "[DONE]") {
+				t.Fatalf("status %d hold %v: client got %d %q", status, hold, w.Code, w.Body.String())
+			}
+		}
+	}
+}
