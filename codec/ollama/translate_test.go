@@ -2,9 +2,12 @@ package ollama
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/iopgw/iop/internal/oaispec"
 )
 
 func TestToChat(t *testing.T) {
@@ -59,5 +62,32 @@ func TestChatRefusalAndOptions(t *testing.T) {
 	opts, think := ChatOptions([]byte(`{"frequency_penalty":0.5,"repetition_penalty":1.2,"reasoning_effort":"high"}`))
 	if string(opts["frequency_penalty"]) != "0.5" || string(opts["repeat_penalty"]) != "1.2" || string(think) != `"high"` {
 		t.Fatalf("options %v think %s", opts, think)
+	}
+}
+
+// TestChatFieldsForOllamaAreClassified walks every field of OpenAI's Chat
+// request schema: each is mapped, not applicable, or refused for an
+// Ollama-native upstream — none is dropped without a decision.
+func TestChatFieldsForOllamaAreClassified(t *testing.T) {
+	props, err := oaispec.Properties("CreateChatCompletionRequest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []string{"audio", "function_call", "functions", "logit_bias", "prediction", "top_logprobs", "verbosity", "web_search_options"}
+	for _, p := range props {
+		mapped, na, ref := slices.Contains(chatMapped, p), slices.Contains(chatNotApplicable, p), slices.Contains(refused, p)
+		if !mapped && !na && !ref {
+			t.Errorf("Chat field %q is not classified for Ollama", p)
+		}
+		if ref {
+			if got := ChatRefusal([]byte(`{"model":"m","messages":[],"` + p + `":{"x":1}}`)); got != p {
+				t.Errorf("%s: refusal %q", p, got)
+			}
+		}
+		if na {
+			if got := ChatRefusal([]byte(`{"model":"m","messages":[],"` + p + `":"x"}`)); got != "" {
+				t.Errorf("%s is not applicable but refused", p)
+			}
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/oaispec"
 )
 
 // recordUpstream answers with body and records what it was sent.
@@ -114,4 +115,68 @@ func asFailure(err error, f **execution.ExecutionFailure) bool {
 	ef, ok := err.(*execution.ExecutionFailure)
 	*f = ef
 	return ok
+}
+
+// chatSamples is a value for every field of OpenAI's
+// CreateChatCompletionRequest schema (TestChatFieldsPassUnchanged checks
+// the list is complete).
+var chatSamples = map[string]string{
+	"audio": `{"voice":"alloy","format":"wav"}`, "frequency_penalty": `0.5`, "function_call": `"auto"`,
+	"functions": `[{"name":"f"}]`, "logit_bias": `{"42":-100}`, "logprobs": `true`, "max_completion_tokens": `9`, "max_tokens": `9`,
+	"messages": `[{"role":"developer","content":[{"type":"text","text":"x"}]},{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}},{"type":"file","file":{"file_id":"f1"}}]}]`,
+	"metadata": `{"k":"v"}`, "modalities": `["text","audio"]`, "model": `"client-model"`, "moderation": `{"x":1}`, "n": `1`,
+	"parallel_tool_calls": `false`, "prediction": `{"type":"content","content":"x"}`, "presence_penalty": `0.1`,
+	"prompt_cache_key": `"k"`, "prompt_cache_options": `{"x":1}`, "prompt_cache_retention": `"24h"`, "reasoning_effort": `"low"`,
+	"response_format": `{"type":"json_schema","json_schema":{"name":"o","schema":{}}}`, "safety_identifier": `"s"`, "seed": `7`,
+	"service_tier": `"flex"`, "stop": `["x"]`, "store": `true`, "stream": `false`, "stream_options": `{"include_obfuscation":false}`,
+	"temperature": `0.2`, "tool_choice": `"required"`, "tools": `[{"type":"function","function":{"name":"f"}}]`, "top_logprobs": `2`,
+	"top_p": `0.9`, "user": `"u"`, "verbosity": `"low"`, "web_search_options": `{}`,
+	// common vendor extras
+	"top_k": `40`, "min_p": `0.1`, "repetition_penalty": `1.1`, "chat_template_kwargs": `{"enable_thinking":false}`,
+}
+
+// TestChatFieldsPassUnchanged walks every field of OpenAI's Chat request
+// schema: on the translated path to an OpenAI-compatible upstream each
+// passes unchanged but model (the provider's name), stream and
+// stream_options.include_usage.
+func TestChatFieldsPassUnchanged(t *testing.T) {
+	props, err := oaispec.Properties("CreateChatCompletionRequest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range props {
+		if _, ok := chatSamples[p]; !ok {
+			t.Errorf("CreateChatCompletionRequest field %q has no sample: add one", p)
+		}
+	}
+	body := map[string]json.RawMessage{}
+	for k, v := range chatSamples {
+		body[k] = json.RawMessage(v)
+	}
+	client, _ := json.Marshal(body)
+	up, err := upstreamBody(&execution.RunRequest{Model: "served", ChatBody: client}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]json.RawMessage
+	_ = json.Unmarshal(up, &got)
+	for k, v := range body {
+		switch k {
+		case "model":
+			v = json.RawMessage(`"served"`)
+		case "stream":
+			v = json.RawMessage(`true`)
+		case "stream_options":
+			v = json.RawMessage(`{"include_obfuscation":false,"include_usage":true}`)
+		}
+		var want, have any
+		_ = json.Unmarshal(v, &want)
+		_ = json.Unmarshal(got[k], &have)
+		if diff := cmp.Diff(want, have); diff != "" {
+			t.Errorf("%s (-client +upstream):\n%s", k, diff)
+		}
+	}
+	if len(got) != len(body) {
+		t.Errorf("upstream body has %d fields, the client's %d", len(got), len(body))
+	}
 }
