@@ -123,6 +123,12 @@ type NodeLimitsConfig struct {
 	// and 1024. Names (ids, models, adapter, target) are at most 256 bytes.
 	MaxProviders int `koanf:"max_providers"`
 	MaxModels    int `koanf:"max_models"`
+	// MaxConnsPerSource and MaxConns bound connections on the node port
+	// (per source IP, and in all), checked before a byte is read; more are
+	// closed at once so idle connections cannot exhaust descriptors.
+	// Defaults 64 and 4096.
+	MaxConnsPerSource int `koanf:"max_conns_per_source"`
+	MaxConns          int `koanf:"max_conns"`
 }
 
 // QueueConfig bounds the per-model wait for a provider slot.
@@ -191,11 +197,12 @@ func DefaultConfig() Config {
 		Auth: AuthConfig{FailuresPerMinute: 20},
 		Limits: LimitsConfig{MaxBodyBytes: 16 << 20, MaxHeaderBytes: 64 << 10, MaxDepth: 64, MaxMessages: 4096,
 			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, WriteTimeout: 60 * time.Second},
-		Queue:        QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
-		StreamGate:   StreamGateConfig{MaxAttempts: 3, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second, MaxRetryAfter: 5 * time.Second},
-		Overlay:      OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
-		Log:          LogConfig{Level: "info", Format: "json"},
-		NodeLimits:   NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024},
+		Queue:      QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
+		StreamGate: StreamGateConfig{MaxAttempts: 3, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second, MaxRetryAfter: 5 * time.Second},
+		Overlay:    OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
+		Log:        LogConfig{Level: "info", Format: "json"},
+		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
+			MaxConnsPerSource: 64, MaxConns: 4096},
 		DrainTimeout: 30 * time.Second,
 	}
 }
@@ -268,7 +275,8 @@ func (c *Config) Validate() error {
 	if _, err := streamgate.NewFilter(c.StreamGate.Filter.Rules); err != nil {
 		bad("streamgate.filter", "%v", err)
 	}
-	if nl := c.NodeLimits; nl.MaxStallTimeout <= 0 || nl.MaxCapacity <= 0 || nl.MaxProviders <= 0 || nl.MaxModels <= 0 {
+	if nl := c.NodeLimits; nl.MaxStallTimeout <= 0 || nl.MaxCapacity <= 0 || nl.MaxProviders <= 0 || nl.MaxModels <= 0 ||
+		nl.MaxConnsPerSource <= 0 || nl.MaxConns <= 0 {
 		bad("node_limits", "every limit must be positive")
 	}
 	for i, m := range c.Models {

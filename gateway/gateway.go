@@ -174,6 +174,7 @@ func (g *Gateway) Listen() (httpLn, nodeLn, adminLn net.Listener, err error) {
 		httpLn.Close()
 		return
 	}
+	nodeLn = limitConns(nodeLn, g.cfg.NodeLimits.MaxConnsPerSource, g.cfg.NodeLimits.MaxConns, g.log)
 	if g.cfg.AdminListen != "" || g.opts.AdminListener != nil {
 		if adminLn, err = g.listen("admin", g.cfg.AdminListen, g.opts.AdminListener); err != nil {
 			httpLn.Close()

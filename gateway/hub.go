@@ -42,6 +42,7 @@ type Hub struct {
 	edgeID  string
 	mtls    bool
 	limits  NodeLimitsConfig
+	audit   *sampledLog // refusals a stranger can cause at will
 	gen     atomic.Uint64
 
 	mu       sync.Mutex // guards the following fields
@@ -92,7 +93,7 @@ func (a *attemptConn) end() { a.once.Do(func() { close(a.done) }) }
 // NewHub returns a hub.
 func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
 	h := &Hub{nodes: map[string]NodeConfig{}, pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
-		limits: DefaultConfig().NodeLimits, conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
+		limits: DefaultConfig().NodeLimits, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		opening: map[string]int{}, reading: map[string]int{}}
 	for _, n := range nodes {
 		h.nodes[n.ID] = n
@@ -126,9 +127,11 @@ func (h *Hub) authenticate(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	}
 	nodeID, ok := h.nodeForToken(token)
 	if !ok {
+		h.audit.Warn("node refused: invalid token", "peer", peerAddr(ss.Context()), "token_present", token != "")
 		return status.Error(codes.Unauthenticated, "invalid node token")
 	}
 	if h.mtls && !peerIsNode(ss.Context(), nodeID) {
+		h.audit.Warn("node refused: client certificate does not match the node id", "node_id", nodeID, "peer", peerAddr(ss.Context()))
 		return status.Error(codes.PermissionDenied, "client certificate does not match the node id")
 	}
 	return handler(srv, &authedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), nodeIDKey{}, nodeID)})
@@ -166,6 +169,14 @@ func peerIsNode(ctx context.Context, nodeID string) bool {
 	return certNames(ti.State.VerifiedChains[0][0], nodeID)
 }
 
+// peerAddr is the remote address of an RPC, for audit lines.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
 func certNames(c *x509.Certificate, nodeID string) bool {
 	if c.Subject.CommonName == nodeID {
 		return true
@@ -200,6 +211,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	}
 	ads, err := h.granted(nodeID, hello.GetAdvertisement().GetProviders())
 	if err != nil {
+		h.audit.Warn("node refused: advertisement rejected", "node_id", nodeID, "peer", peerAddr(stream.Context()), "reason", err.Error())
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	h.mu.Lock()
@@ -213,6 +225,8 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	h.mu.Unlock()
 	if prev != nil {
 		prev.close() // superseded: the old connection takes no new work
+		h.log.Warn("node session replaced by a new connection with the node's credentials", "node_id", nodeID,
+			"old_connection_generation", prev.gen, "connection_generation", c.gen, "peer", peerAddr(stream.Context()))
 	}
 	h.metrics.nodesConnected.Inc()
 	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Welcome{Welcome: &wire.Welcome{ConnectionGeneration: c.gen, EdgeId: h.edgeID}}}); err != nil {

@@ -3,7 +3,9 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -246,6 +248,20 @@ type attemptSpec[E any] struct {
 	cancelled E
 }
 
+// execSafely runs a provider's attempt; a panic in it ends that attempt
+// with an internal failure instead of the node process. The panic value is
+// not logged (it may hold request data); its type and stack are.
+func execSafely(ctx context.Context, exec func(context.Context) error, log *slog.Logger, providerID string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("provider panicked; the attempt ends with an internal error", "provider_id", providerID,
+				"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+			err = execution.NewFailure(execution.FailureCodeInternal, "the provider failed unexpectedly")
+		}
+	}()
+	return exec(ctx)
+}
+
 // runAttempt admits the attempt, runs the provider and its watchdog, and
 // returns once exactly one terminal was delivered.
 func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watchdog) {
@@ -257,7 +273,7 @@ func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watc
 	released := make(chan struct{})
 	b.providers.Go(func() {
 		defer close(released)
-		err := s.exec(pctx)
+		err := execSafely(pctx, s.exec, b.log, s.desc.ProviderID)
 		switch {
 		case pctx.Err() != nil:
 			s.sink.Emit(s.cancelled)

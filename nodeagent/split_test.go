@@ -1,6 +1,9 @@
 package nodeagent
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -31,5 +34,19 @@ func TestSplitEventKeepsOutput(t *testing.T) {
 	}
 	if got := splitEvent(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "small"}, 16); len(got) != 1 || got[0].Delta != "small" {
 		t.Fatalf("small event changed: %+v", got)
+	}
+}
+
+// TestProviderPanicEndsOnlyTheAttempt: a panicking provider becomes the
+// attempt's internal failure; the node goes on.
+func TestProviderPanicEndsOnlyTheAttempt(t *testing.T) {
+	var log strings.Builder
+	err := execSafely(t.Context(), func(context.Context) error { panic("secret prompt text") }, slog.New(slog.NewTextHandler(&log, nil)), "p1")
+	var f *execution.ExecutionFailure
+	if !errors.As(err, &f) || f.Code != execution.FailureCodeInternal {
+		t.Fatalf("err %v", err)
+	}
+	if !strings.Contains(log.String(), "provider panicked") || strings.Contains(log.String(), "secret prompt text") {
+		t.Fatalf("log %s", log.String())
 	}
 }

@@ -3,6 +3,8 @@ package streamgate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -69,15 +71,16 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 	} else {
 		ar.tun = newTunnelState(rt.req.Surface)
 	}
+	closeAtt := rt.guarded("closing the attempt", att.Close)
 	backstop := rt.cfg.Clock.AfterFunc(att.StallTimeout()+rt.cfg.BackstopMargin, func() {
 		ar.silent.Store(true)
-		att.Close()
+		closeAtt()
 	})
 	defer backstop.Stop()
 	// The client leaving ends the attempt, which cancels it on its node.
-	defer context.AfterFunc(ctx, att.Close)()
+	defer context.AfterFunc(ctx, closeAtt)()
 	if d := rt.cfg.Drain; d != nil {
-		defer context.AfterFunc(d, func() { ar.drained.Store(true); att.Close() })()
+		defer context.AfterFunc(d, func() { ar.drained.Store(true); closeAtt() })()
 	}
 	defer ar.stopHold()
 	for {
@@ -100,6 +103,23 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 			}
 			return *out
 		}
+	}
+}
+
+// guarded wraps f for a goroutine the request owns but no handler
+// recover covers (timer and context callbacks): a panic there fails the
+// response (the attempt ends on its next write or read) and is logged,
+// instead of ending the process.
+func (rt *runtime) guarded(what string, f func()) func() {
+	return func() {
+		defer func() {
+			if v := recover(); v != nil {
+				rt.resp.fail(fmt.Errorf("%s: panic", what))
+				rt.cfg.Log.Error("request goroutine panicked; the request ends with a typed error", "in", what,
+					"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+			}
+		}()
+		f()
 	}
 }
 

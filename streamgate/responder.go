@@ -136,6 +136,15 @@ func (r *responder) hold(p []byte) {
 	r.heldCount++
 }
 
+// fail marks the response failed: the next write reports err.
+func (r *responder) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = err
+	}
+}
+
 // releaseFromTimer is release for the commit-hold timer's goroutine,
 // which no handler's recover covers: a panic there fails the response
 // (the attempt then ends on its next write) instead of the process.

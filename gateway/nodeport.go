@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// connLimiter bounds connections on the node port before any byte is
+// read: at most perSource concurrent connections from one IP address and
+// at most total in all. A connection over a limit is closed at once (its
+// descriptor freed), so a flood of idle connections cannot take the
+// descriptors the public API needs. Non-TCP connections (in-process
+// listeners) count toward total only.
+type connLimiter struct {
+	net.Listener
+	perSource, total int
+	log              *sampledLog
+
+	mu     sync.Mutex
+	open   int
+	bySrc  map[string]int
+	closed bool
+}
+
+func limitConns(ln net.Listener, perSource, total int, log *slog.Logger) net.Listener {
+	return &connLimiter{Listener: ln, perSource: perSource, total: total, bySrc: map[string]int{},
+		log: newSampledLog(log, time.Second)}
+}
+
+// Accept returns the next connection within the limits.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		src := ""
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			src = a.IP.String()
+		}
+		if l.admit(src) {
+			return &limitedConn{Conn: c, l: l, src: src}, nil
+		}
+		_ = c.Close()
+		l.log.Warn("node port connection refused: over the connection limit", "source", src, "per_source_limit", l.perSource, "total_limit", l.total)
+	}
+}
+
+func (l *connLimiter) admit(src string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open >= l.total || src != "" && l.bySrc[src] >= l.perSource {
+		return false
+	}
+	l.open++
+	if src != "" {
+		l.bySrc[src]++
+	}
+	return true
+}
+
+func (l *connLimiter) done(src string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if src != "" {
+		if l.bySrc[src]--; l.bySrc[src] <= 0 {
+			delete(l.bySrc, src)
+		}
+	}
+}
+
+type limitedConn struct {
+	net.Conn
+	l    *connLimiter
+	src  string
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.done(c.src) })
+	return err
+}
+
+// sampledLog writes at most one record per interval per message; the
+// next record says how many were suppressed. For lines an attacker can
+// cause at will (refused connections and authentications).
+type sampledLog struct {
+	log      *slog.Logger
+	interval time.Duration
+
+	mu   sync.Mutex
+	last map[string]time.Time
+	skip map[string]int
+}
+
+func newSampledLog(log *slog.Logger, interval time.Duration) *sampledLog {
+	return &sampledLog{log: log, interval: interval, last: map[string]time.Time{}, skip: map[string]int{}}
+}
+
+// Warn logs msg unless it was logged less than an interval ago.
+func (s *sampledLog) Warn(msg string, args ...any) {
+	s.mu.Lock()
+	now := time.Now()
+	if now.Sub(s.last[msg]) < s.interval {
+		s.skip[msg]++
+		s.mu.Unlock()
+		return
+	}
+	suppressed := s.skip[msg]
+	s.last[msg], s.skip[msg] = now, 0
+	s.mu.Unlock()
+	s.log.Warn(msg, append(args, "suppressed_since_last", suppressed)...)
+}
