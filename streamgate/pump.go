@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/iopgw/iop/execution"
