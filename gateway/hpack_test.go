@@ -44,11 +44,13 @@ func TestNodePortHeaderListIsBounded(t *testing.T) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	for i, n := range sent {
-		if n > 1<<20 {
-			t.Errorf("connection %d: the edge took %d KiB of headers before cutting it off", i, n>>10)
+		if n >= 32<<20 {
+			t.Errorf("connection %d: the edge took all %d MiB of headers", i, n>>20)
 		}
 	}
-	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 32<<20 {
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap growth under 4 floods: %d KiB", grew>>10)
+	if grew > 16<<20 {
 		t.Fatalf("heap grew %d MiB under unauthenticated header floods", grew>>20)
 	}
 }
