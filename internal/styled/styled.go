@@ -136,14 +136,14 @@ func (s *Server) chunk(model string, choices ...any) map[string]any {
 		"system_fingerprint": "fp_styled", "choices": choices}
 }
 
-// pieces splits Answer into JSON string literals of three UTF-16 units
+// pieces splits Answer into JSON string literals of four UTF-16 units
 // each, as a server that cuts text by UTF-16 units does: with Python's
 // escaping, the emoji's surrogates land in different pieces.
 func (s *Server) pieces() []string {
 	units := utf16.Encode([]rune(Answer))
 	var out []string
-	for i := 0; i < len(units); i += 3 {
-		part := units[i:min(i+3, len(units))]
+	for i := 0; i < len(units); i += 4 {
+		part := units[i:min(i+4, len(units))]
 		if s.Style.Python {
 			out = append(out, asciiLiteral(part))
 			continue
