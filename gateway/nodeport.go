@@ -18,10 +18,9 @@ type connLimiter struct {
 	perSource, total int
 	log              *sampledLog
 
-	mu     sync.Mutex
-	open   int
-	bySrc  map[string]int
-	closed bool
+	mu    sync.Mutex
+	open  int
+	bySrc map[string]int
 }
 
 func limitConns(ln net.Listener, perSource, total int, log *slog.Logger) net.Listener {
