@@ -42,6 +42,8 @@ type Config struct {
 	// NodeLimits bound what a node may claim: everything a node sends is
 	// untrusted input.
 	NodeLimits NodeLimitsConfig `koanf:"node_limits"`
+	// NodeLink times the node link: dispatches and heartbeats.
+	NodeLink NodeLinkConfig `koanf:"node_link"`
 	// DrainTimeout bounds graceful shutdown: streams get this long to
 	// finish before they receive a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
@@ -108,6 +110,28 @@ type LimitsConfig struct {
 	BodyReadTimeout   time.Duration `koanf:"body_read_timeout"`   // default 30s
 	IdleTimeout       time.Duration `koanf:"idle_timeout"`        // default 120s
 	WriteTimeout      time.Duration `koanf:"write_timeout"`       // per write, default 60s
+}
+
+// NodeLinkConfig times the node link.
+type NodeLinkConfig struct {
+	// OpenTimeout bounds how long a node has to open the attempt stream of
+	// a dispatch; past it the dispatch is a pre-commit failure (the request
+	// moves to another provider) and the node is suspect — it takes no new
+	// work until it answers again. Default 2s.
+	OpenTimeout time.Duration `koanf:"open_timeout"`
+	// HeartbeatInterval is how often the edge pings each node session;
+	// HeartbeatTimeout is how long a node may leave pings unanswered before
+	// the edge drops its session (its streams end with a typed terminal, or
+	// a replay before commit). Defaults 1s and 3s: a frozen node is out of
+	// service within about 4 s, not the transport keepalive's 15 s.
+	HeartbeatInterval time.Duration `koanf:"heartbeat_interval"`
+	HeartbeatTimeout  time.Duration `koanf:"heartbeat_timeout"`
+	// StartupGrace is how long after start an edge answers a model no
+	// connected node serves with 503 model_unavailable and Retry-After
+	// (nodes are still connecting) rather than 404. Configured and granted
+	// models (models[], nodes[].models) always get 503. Default 20s (nodes
+	// reconnect within about 19 s of an edge restart).
+	StartupGrace time.Duration `koanf:"startup_grace"`
 }
 
 // NodeLimitsConfig bounds what a node's advertisement may claim.
@@ -203,6 +227,7 @@ func DefaultConfig() Config {
 		Log:        LogConfig{Level: "info", Format: "json"},
 		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
 			MaxConnsPerSource: 64, MaxConns: 4096},
+		NodeLink:     NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second},
 		DrainTimeout: 30 * time.Second,
 	}
 }
@@ -279,6 +304,9 @@ func (c *Config) Validate() error {
 		nl.MaxConnsPerSource <= 0 || nl.MaxConns <= 0 {
 		bad("node_limits", "every limit must be positive")
 	}
+	if nl := c.NodeLink; nl.OpenTimeout <= 0 || nl.HeartbeatInterval <= 0 || nl.HeartbeatTimeout < nl.HeartbeatInterval {
+		bad("node_link", "open_timeout and heartbeat_interval must be positive, heartbeat_timeout at least heartbeat_interval")
+	}
 	for i, m := range c.Models {
 		if m.Name == "" {
 			bad(fmt.Sprintf("models[%d].name", i), "required")
@@ -296,6 +324,29 @@ func isSHA256(s string) bool {
 func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// configured reports whether the configuration names model: as a model,
+// a fallback, or in a node's grant.
+func (c *Config) configured(model string) bool {
+	for _, m := range c.Models {
+		if strings.EqualFold(m.Name, model) {
+			return true
+		}
+		for _, f := range m.Fallbacks {
+			if strings.EqualFold(f, model) {
+				return true
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		for _, m := range n.Models {
+			if strings.EqualFold(m, model) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // model returns the configuration of a model name (zero value if none).

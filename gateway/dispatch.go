@@ -46,7 +46,8 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
+		d.hub.metrics.dispatchFails.Inc()
+		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
 	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}, nil
 }

@@ -90,7 +90,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
 	g.pool.metrics = g.metrics
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
-	g.hub.limits = cfg.NodeLimits
+	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
 	g.auth = newAuthenticator(cfg.Auth)
 	filter, err := streamgate.NewFilter(filterRules(cfg.StreamGate.Filter))
 	if err != nil {

@@ -108,9 +108,12 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if oe != nil {
 		return c.JSONBlob(oe.Status, oe.Body())
 	}
-	if !g.pool.Known(req.Model) {
-		nf := ollama.ModelNotFound(req.Model)
-		return c.JSONBlob(nf.Status, nf.Body())
+	if e := g.knownModel(req.Model); e != nil {
+		if e.Status == http.StatusNotFound {
+			nf := ollama.ModelNotFound(req.Model)
+			return c.JSONBlob(nf.Status, nf.Body())
+		}
+		return writeError(c, e)
 	}
 	surface, path := streamgate.SurfaceOllamaChat, "/api/chat"
 	if generate {

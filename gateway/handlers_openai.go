@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -170,8 +171,18 @@ func withModel(body []byte, model string) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// knownModel returns 404 model_not_found unless some provider (or a
-// fallback's provider) serves model.
+// starting reports whether the edge is still waiting for its nodes: within
+// StartupGrace of start, until every configured node has connected once.
+func (g *Gateway) starting() bool {
+	return time.Since(g.started) < g.cfg.NodeLink.StartupGrace && !g.hub.allSeen()
+}
+
+// knownModel answers a model no connected provider (nor a fallback's)
+// serves: 503 model_unavailable with Retry-After when the model is
+// configured or granted — its nodes are away, reconnecting or draining, so
+// a retry will do — or while the edge is starting and its nodes have not
+// all connected yet; 404 model_not_found only for a model nothing is
+// configured to serve.
 func (g *Gateway) knownModel(model string) *openai.Error {
 	if g.pool.Known(model) {
 		return nil
@@ -180,6 +191,9 @@ func (g *Gateway) knownModel(model string) *openai.Error {
 		if g.pool.Known(f) {
 			return nil
 		}
+	}
+	if g.cfg.configured(model) || g.starting() {
+		return openai.ModelUnavailable(model)
 	}
 	return openai.ModelNotFound(model)
 }

@@ -24,10 +24,6 @@ import (
 	"github.com/iopgw/iop/wire"
 )
 
-// openTimeout bounds how long the edge waits for a node to open the
-// attempt stream of a dispatch.
-const openTimeout = 10 * time.Second
-
 // Hub is the edge's gRPC server for node links: it authenticates nodes,
 // assigns connection generations, registers their providers with the
 // pool, and carries dispatched attempts. The registry is compare-and-swap
@@ -42,14 +38,16 @@ type Hub struct {
 	edgeID  string
 	mtls    bool
 	limits  NodeLimitsConfig
+	link    NodeLinkConfig
 	audit   *sampledLog // refusals a stranger can cause at will
 	gen     atomic.Uint64
 
 	mu       sync.Mutex // guards the following fields
 	conns    map[string]*nodeConn
 	pending  map[string]*pendingDispatch
-	opening  map[string]int // per node: dispatches waiting for their attempt stream
-	reading  map[string]int // per node: attempt streams not yet matched to one
+	seen     map[string]bool // nodes that connected since start
+	opening  map[string]int  // per node: dispatches waiting for their attempt stream
+	reading  map[string]int  // per node: attempt streams not yet matched to one
 	draining bool
 
 	readers sync.WaitGroup // session reader goroutines
@@ -57,14 +55,50 @@ type Hub struct {
 
 // nodeConn is one registered node connection.
 type nodeConn struct {
-	nodeID    string
-	gen       uint64
-	stream    wire.NodeLink_SessionServer
-	sendMu    sync.Mutex
-	done      chan struct{}
-	closeOnce sync.Once
-	since     time.Time
-	providers int
+	nodeID     string
+	gen        uint64
+	stream     wire.NodeLink_SessionServer
+	sendMu     sync.Mutex
+	done       chan struct{}
+	closeOnce  sync.Once
+	since      time.Time
+	providers  int
+	heartbeats bool         // the node answers Ping
+	lastPong   atomic.Int64 // unix nanos of the last answer (or of the welcome)
+
+	attemptsMu sync.Mutex
+	attempts   map[*attemptConn]struct{} // open attempt streams, ended with the connection
+}
+
+// track adds a to c's open attempts; false when c has ended.
+func (c *nodeConn) track(a *attemptConn) bool {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	c.attempts[a] = struct{}{}
+	return true
+}
+
+func (c *nodeConn) untrack(a *attemptConn) {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	delete(c.attempts, a)
+}
+
+// endAttempts ends every open attempt stream of c: a dropped session (a
+// frozen node) takes its streams with it, so their requests get a replay
+// or a typed terminal now rather than when the transport notices.
+func (c *nodeConn) endAttempts() {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	for a := range c.attempts {
+		a.end()
+	}
+	clear(c.attempts)
 }
 
 func (c *nodeConn) close() { c.closeOnce.Do(func() { close(c.done) }) }
@@ -93,8 +127,8 @@ func (a *attemptConn) end() { a.once.Do(func() { close(a.done) }) }
 // NewHub returns a hub.
 func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
 	h := &Hub{nodes: map[string]NodeConfig{}, pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
-		limits: DefaultConfig().NodeLimits, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
-		opening: map[string]int{}, reading: map[string]int{}}
+		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
+		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
 	for _, n := range nodes {
 		h.nodes[n.ID] = n
 	}
@@ -219,9 +253,12 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		h.mu.Unlock()
 		return status.Error(codes.Unavailable, "edge is shutting down")
 	}
-	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: make(chan struct{}), since: time.Now(), providers: len(ads)}
+	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: make(chan struct{}), since: time.Now(), providers: len(ads),
+		heartbeats: hello.GetHeartbeats(), attempts: map[*attemptConn]struct{}{}}
+	c.lastPong.Store(time.Now().UnixNano())
 	prev := h.conns[nodeID]
 	h.conns[nodeID] = c
+	h.seen[nodeID] = true
 	h.mu.Unlock()
 	if prev != nil {
 		prev.close() // superseded: the old connection takes no new work
@@ -252,19 +289,59 @@ func (h *Hub) serveSession(c *nodeConn) error {
 				errc <- err
 				return
 			}
-			if ad := m.GetAdvertisement(); ad != nil {
-				if ads, err := h.granted(c.nodeID, ad.GetProviders()); err == nil {
+			switch msg := m.Msg.(type) {
+			case *wire.NodeMessage_Advertisement:
+				if ads, err := h.granted(c.nodeID, msg.Advertisement.GetProviders()); err == nil {
 					h.readvertise(c, ads)
 				}
+			case *wire.NodeMessage_Pong:
+				c.lastPong.Store(time.Now().UnixNano())
+				h.answered(c)
+			case *wire.NodeMessage_Draining:
+				h.pool.SetNodeState(c.nodeID, c.gen, NodeDraining)
+				h.log.Info("node draining: no new work is dispatched to it", "node_id", c.nodeID, "connection_generation", c.gen)
 			}
 		}
 	}()
+	if c.heartbeats {
+		h.readers.Go(func() { h.heartbeat(c) })
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-c.done:
-		return status.Error(codes.Aborted, "connection superseded")
+		return status.Error(codes.Aborted, "connection superseded or unresponsive")
 	}
+}
+
+// heartbeat pings c every HeartbeatInterval and drops it when it has not
+// answered for HeartbeatTimeout: a frozen node stops receiving work and
+// its streams end within that bound.
+func (h *Hub) heartbeat(c *nodeConn) {
+	t := time.NewTicker(h.link.HeartbeatInterval)
+	defer t.Stop()
+	for seq := uint64(1); ; seq++ {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		if silent := time.Since(time.Unix(0, c.lastPong.Load())); silent > h.link.HeartbeatTimeout {
+			h.log.Warn("node missed heartbeats; dropping its session", "node_id", c.nodeID, "connection_generation", c.gen,
+				"silent_for", silent.Round(time.Millisecond))
+			h.metrics.heartbeatDrops.Inc()
+			c.close()
+			return
+		}
+		if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Ping{Ping: &wire.Ping{Seq: seq}}}); err != nil {
+			return
+		}
+	}
+}
+
+// answered clears a suspect mark once the node shows it is alive.
+func (h *Hub) answered(c *nodeConn) {
+	h.pool.SetNodeState(c.nodeID, c.gen, "")
 }
 
 // granted checks an advertisement against the edge's limits and the
@@ -351,6 +428,14 @@ func (h *Hub) readvertise(c *nodeConn, ads []*wire.ProviderAdvertisement) {
 	}
 }
 
+// allSeen reports whether every configured node has connected since the
+// edge started.
+func (h *Hub) allSeen() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.seen) >= len(h.nodes)
+}
+
 // wait returns once every session reader has ended (after the gRPC server
 // stopped, every session stream has).
 func (h *Hub) wait() { h.readers.Wait() }
@@ -359,6 +444,7 @@ func (h *Hub) wait() { h.readers.Wait() }
 // connection — and its providers of that generation.
 func (h *Hub) unregister(c *nodeConn) {
 	c.close()
+	c.endAttempts()
 	h.mu.Lock()
 	if h.conns[c.nodeID] == c {
 		delete(h.conns, c.nodeID)
@@ -387,10 +473,14 @@ func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown)
 	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Dispatch{Dispatch: &wire.Dispatch{DispatchId: id}}}); err != nil {
 		return nil, fmt.Errorf("sending dispatch: %w", err)
 	}
-	t := time.NewTimer(openTimeout)
+	t := time.NewTimer(h.link.OpenTimeout)
 	defer t.Stop()
 	select {
 	case a := <-pd.ch:
+		if !c.track(a) {
+			a.end()
+			return nil, errors.New("node connection closed")
+		}
 		if err := a.stream.Send(down); err != nil {
 			a.end()
 			return nil, fmt.Errorf("sending work: %w", err)
@@ -401,7 +491,10 @@ func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown)
 	case <-c.done:
 		return nil, errors.New("node connection closed")
 	case <-t.C:
-		return nil, errors.New("node did not open the attempt stream")
+		h.pool.SetNodeState(owner.NodeID, owner.ConnectionGeneration, NodeSuspect)
+		h.log.Warn("node did not open a dispatched attempt in time; it takes no new work until it answers",
+			"node_id", owner.NodeID, "connection_generation", owner.ConnectionGeneration, "open_timeout", h.link.OpenTimeout)
+		return nil, fmt.Errorf("node did not open the attempt stream within %v", h.link.OpenTimeout)
 	}
 }
 
@@ -432,7 +525,18 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	case <-a.done:
 	case <-stream.Context().Done():
 	}
+	h.untrack(r, a)
 	return nil
+}
+
+// untrack forgets an ended attempt stream of reception r.
+func (h *Hub) untrack(r Reception, a *attemptConn) {
+	h.mu.Lock()
+	c := h.conns[r.NodeID]
+	h.mu.Unlock()
+	if c != nil && c.gen == r.ConnectionGeneration {
+		c.untrack(a)
+	}
 }
 
 // abandon forgets dispatch id once open is done with it. An attempt
@@ -466,6 +570,7 @@ func (h *Hub) deliver(id string, a *attemptConn) error {
 	}
 	select {
 	case pd.ch <- a:
+		h.pool.SetNodeState(a.reception.NodeID, a.reception.ConnectionGeneration, "") // it answered
 		return nil
 	default:
 		return status.Error(codes.AlreadyExists, "dispatch already opened")
@@ -529,7 +634,7 @@ func randomID() string {
 // command runs one provider command on a connection and returns its
 // result (capabilities, transport_status).
 func (h *Hub) command(ctx context.Context, owner Reception, cmd *wire.Command) (*wire.CommandResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, openTimeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, h.link.OpenTimeout+10*time.Second)
 	defer cancel()
 	a, err := h.open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: cmd}})
 	if err != nil {

@@ -14,6 +14,8 @@ type edgeMetrics struct {
 	requests        *prometheus.CounterVec
 	authFailures    prometheus.Counter
 	ejections       prometheus.Counter
+	heartbeatDrops  prometheus.Counter
+	dispatchFails   prometheus.Counter
 }
 
 func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
@@ -34,7 +36,12 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 			Help: "Rejected client authentications."}),
 		ejections: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_outlier_ejections_total",
 			Help: "Providers taken out of selection after consecutive server-side failures."}),
+		heartbeatDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_node_heartbeat_drops_total",
+			Help: "Node sessions dropped because the node stopped answering heartbeats (frozen or partitioned)."}),
+		dispatchFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_dispatch_failures_total",
+			Help: "Dispatches a node did not open in time or could not take; each moved to another provider when one could serve."}),
 	}
-	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.ejections)
+	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.ejections,
+		m.heartbeatDrops, m.dispatchFails)
 	return m
 }

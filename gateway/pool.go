@@ -124,7 +124,41 @@ type Pool struct {
 	queues    map[string]*waitQueue
 	overlay   map[providerKey]*overlayEntry
 	nodeGen   map[string]uint64 // the newest connection generation set per node
+	nodeState map[nodeGen]string // NodeSuspect or NodeDraining: takes no new work
 	useSeq    uint64
+}
+
+// nodeGen is one connection of one node.
+type nodeGen struct {
+	NodeID     string
+	Generation uint64
+}
+
+// The states of a node connection that take no new work.
+const (
+	// NodeSuspect: the node did not open a dispatched attempt in time or
+	// missed heartbeats; it is used again once it answers.
+	NodeSuspect = "suspect"
+	// NodeDraining: the node is shutting down.
+	NodeDraining = "draining"
+)
+
+// SetNodeState marks a node connection suspect or draining ("" clears
+// it): its providers take no new work meanwhile, and queued requests are
+// re-resolved at once.
+func (p *Pool) SetNodeState(nodeID string, gen uint64, state string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := nodeGen{nodeID, gen}
+	if p.nodeState[k] == NodeDraining && state != NodeDraining {
+		return // draining is final for the connection
+	}
+	if state == "" {
+		delete(p.nodeState, k)
+	} else {
+		p.nodeState[k] = state
+	}
+	p.pumpLocked()
 }
 
 // PoolConfig configures a Pool.
@@ -149,7 +183,8 @@ func NewPool(c PoolConfig) *Pool {
 		c.Now = time.Now
 	}
 	return &Pool{cfgQueue: c.Queue, policy: c.Policy, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
-		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}, nodeGen: map[string]uint64{}}
+		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}, nodeGen: map[string]uint64{},
+		nodeState: map[nodeGen]string{}}
 }
 
 // SetNode sets the providers of nodeID's connection generation gen. It is
@@ -189,6 +224,11 @@ func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisem
 			delete(p.overlay, k)
 		}
 	}
+	for k := range p.nodeState {
+		if k.NodeID == nodeID && k.Generation != gen {
+			delete(p.nodeState, k)
+		}
+	}
 	p.pumpLocked()
 	return true
 }
@@ -208,6 +248,7 @@ func (p *Pool) RemoveNode(nodeID string, gen uint64) {
 			delete(p.overlay, k)
 		}
 	}
+	delete(p.nodeState, nodeGen{nodeID, gen})
 	p.failUnservableLocked()
 }
 
@@ -215,7 +256,7 @@ func (p *Pool) RemoveNode(nodeID string, gen uint64) {
 // capacity: configuration-healthy, not lowered by the runtime overlay, and
 // able to do what the request needs.
 func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, surface string) bool {
-	if pp.disabled || !pp.serves(model) {
+	if pp.disabled || !pp.serves(model) || p.nodeState[nodeGen{pp.key.NodeID, pp.key.Generation}] != "" {
 		return false
 	}
 	if e := p.overlay[pp.key]; e != nil && e.lowered {

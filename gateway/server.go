@@ -53,6 +53,11 @@ func isOllamaPath(p string) bool { return strings.HasPrefix(p, "/api/") || p == 
 
 // writeError writes a gateway-originated error in the surface's shape.
 func writeError(c echo.Context, e *openai.Error) error {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
+		if c.Response().Header().Get("Retry-After") == "" {
+			c.Response().Header().Set("Retry-After", "1")
+		}
+	}
 	if isOllamaPath(c.Request().URL.Path) {
 		return c.JSONBlob(e.Status, (&ollama.Error{Status: e.Status, Message: e.Message}).Body())
 	}

@@ -59,6 +59,9 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 		if pp.disabled {
 			s.Status, s.EffectiveCapacity, s.OverlayReason = "unavailable", 0, "disabled_by_configuration"
 		}
+		if st := p.nodeState[nodeGen{k.NodeID, k.Generation}]; st != "" {
+			s.Status, s.EffectiveCapacity, s.OverlayReason = "unavailable", 0, "node_"+st
+		}
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })

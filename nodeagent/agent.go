@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/wire"
 )
 
 // Options are what a host injects into an Agent.
@@ -46,6 +48,7 @@ type Agent struct {
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*Session
+	draining atomic.Bool
 }
 
 // New builds an agent from a resolved configuration.
@@ -91,6 +94,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.registry.Close()
+	// Sessions and attempts outlive ctx by the drain: when ctx ends the
+	// node drains, then work stops.
+	work, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			a.drain()
+		case <-work.Done():
+		}
+		stop()
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(a.cfg.Edges)+1)
 	for _, e := range a.cfg.Edges {
@@ -99,7 +114,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			run = a.discoverEdges
 		}
 		wg.Go(func() {
-			if err := run(ctx, e); err != nil {
+			if err := run(work, e); err != nil {
 				errs <- err
 			}
 		})
@@ -122,6 +137,50 @@ func (a *Agent) Run(ctx context.Context) error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// drain tells every edge the node is draining — they dispatch no new work
+// to it — and waits for in-flight attempts to finish, at most
+// DrainTimeout; what is still running then is cancelled by the caller and
+// ends with a typed terminal at the edge.
+func (a *Agent) drain() {
+	a.draining.Store(true)
+	start := time.Now()
+	a.mu.Lock()
+	sessions := make([]*Session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		sessions = append(sessions, s)
+	}
+	a.mu.Unlock()
+	for _, s := range sessions {
+		if s.State() == StateConnected {
+			_ = s.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Draining{Draining: &wire.Draining{}}})
+		}
+	}
+	a.log.Info("node draining: edges dispatch no new work; in-flight attempts may finish", slog.Duration("drain_timeout", a.cfg.DrainTimeout))
+	deadline := time.NewTimer(a.cfg.DrainTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for a.inFlight() > 0 {
+		select {
+		case <-deadline.C:
+			a.log.Warn("drain timeout passed; ending the remaining attempts with a typed terminal",
+				slog.Int("attempts", a.inFlight()), slog.Duration("drained_for", time.Since(start)))
+			return
+		case <-tick.C:
+		}
+	}
+	a.log.Info("node drained", slog.Duration("drained_for", time.Since(start)))
+}
+
+// inFlight is the number of attempts running on the node.
+func (a *Agent) inFlight() int {
+	n := 0
+	for _, c := range a.bridge.InFlight() {
+		n += int(c)
+	}
+	return n
 }
 
 func (a *Agent) serveMetrics(ctx context.Context) error {

@@ -32,6 +32,10 @@ type Config struct {
 	Liveness LivenessConfig `koanf:"liveness"`
 	// Providers are the model servers this node runs work on.
 	Providers []ProviderConfig `koanf:"providers"`
+	// DrainTimeout bounds a graceful stop: on SIGTERM the node tells every
+	// edge it is draining (no new work), lets in-flight attempts finish for
+	// this long, then ends the rest with a typed terminal. Default 30s.
+	DrainTimeout time.Duration `koanf:"drain_timeout"`
 }
 
 // EdgeConfig is one edge to dial.
@@ -170,9 +174,10 @@ var defaultSurfaces = map[string][]string{
 // DefaultConfig returns a Config with every default set.
 func DefaultConfig() Config {
 	return Config{
-		Metrics:  MetricsConfig{Listen: "127.0.0.1:9101"},
-		Log:      LogConfig{Level: "info", Format: "json"},
-		Liveness: LivenessConfig{CloseGrace: DefaultCloseGrace},
+		Metrics:      MetricsConfig{Listen: "127.0.0.1:9101"},
+		Log:          LogConfig{Level: "info", Format: "json"},
+		Liveness:     LivenessConfig{CloseGrace: DefaultCloseGrace},
+		DrainTimeout: 30 * time.Second,
 	}
 }
 
@@ -231,6 +236,9 @@ func (c *Config) Resolve() error {
 	}
 	if c.Liveness.CloseGrace <= 0 {
 		c.Liveness.CloseGrace = DefaultCloseGrace
+	}
+	if c.DrainTimeout < 0 {
+		bad("drain_timeout", "must not be negative")
 	}
 	if len(c.Providers) == 0 {
 		bad("providers", "at least one provider is required")

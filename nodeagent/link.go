@@ -148,7 +148,8 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	if err != nil {
 		return false, err
 	}
-	hello := &wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: a.cfg.NodeID, Version: a.opts.Version, Advertisement: a.advertisement()}}}
+	hello := &wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: a.cfg.NodeID, Version: a.opts.Version,
+		Advertisement: a.advertisement(), Heartbeats: true}}}
 	if err := stream.Send(hello); err != nil {
 		return false, err
 	}
@@ -161,7 +162,11 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 		return false, errors.New("edge did not welcome the node")
 	}
 	sess := newSession(sctx, addr, w.GetConnectionGeneration())
+	sess.send = stream.Send
 	a.setSession(addr, sess)
+	if a.draining.Load() {
+		_ = sess.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Draining{Draining: &wire.Draining{}}})
+	}
 	defer sess.markClosed()
 	log.Info("edge session established", slog.Uint64("connection_generation", sess.Generation()))
 	for {
@@ -176,6 +181,10 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 		case *wire.EdgeMessage_CancelRun:
 			if _, err := a.bridge.CancelRun(msg.CancelRun.GetRunId()); err != nil {
 				log.Warn("cancel_run rejected", slog.String("error", err.Error()))
+			}
+		case *wire.EdgeMessage_Ping:
+			if err := sess.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Pong{Pong: &wire.Pong{Seq: msg.Ping.GetSeq()}}}); err != nil {
+				return true, err
 			}
 		}
 	}

@@ -2,8 +2,11 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/iopgw/iop/wire"
 )
 
 // Session is one accepted connection to one edge: the connection
@@ -23,6 +26,19 @@ type Session struct {
 	mu     sync.Mutex // guards state
 	state  string
 	closed bool
+
+	sendMu sync.Mutex // serializes sends on the session stream
+	send   func(*wire.NodeMessage) error
+}
+
+// Send sends m on the session stream (safe for concurrent use).
+func (s *Session) Send(m *wire.NodeMessage) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.send == nil {
+		return errors.New("session has no stream")
+	}
+	return s.send(m)
 }
 
 // Session states reported by transport_status.

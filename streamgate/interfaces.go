@@ -71,6 +71,20 @@ type Work struct {
 	Refuse func(adapter string) *openai.Error
 }
 
+// DispatchError is a failure to start an attempt on a leased provider:
+// its node did not open the attempt in time, or its connection closed. It
+// is a pre-commit failure like a refused upstream connection: the request
+// moves to another provider under the failover rules.
+type DispatchError struct {
+	ProviderID string
+	Err        error
+}
+
+func (e *DispatchError) Error() string { return "dispatch failed: " + e.Err.Error() }
+
+// Unwrap makes a DispatchError match ErrDispatchFailed and its cause.
+func (e *DispatchError) Unwrap() []error { return []error{ErrDispatchFailed, e.Err} }
+
 // RefusedError is a dispatch failure that is the client's: the request
 // cannot be expressed for the provider chosen. It is answered with Err,
 // never retried.

@@ -137,6 +137,17 @@ func (rt *runtime) run(ctx context.Context) {
 	defer rt.endBudget()
 	for {
 		att, err := rt.dispatch(ctx, &dreq)
+		var de *DispatchError
+		if errors.As(err, &de) && ctx.Err() == nil {
+			// The leased provider's node did not take the work: nothing
+			// reached a provider, so fail over like a refused connection.
+			rt.attempts++
+			attemptsTotal.WithLabelValues(outTransport.String()).Inc()
+			if rt.next(ctx, outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", code: "upstream_unavailable"}, &dreq) {
+				continue
+			}
+			return
+		}
 		if err != nil {
 			rt.dispatchFailed(ctx, err)
 			return

@@ -94,6 +94,8 @@ func outcomeError(o *outcome) *openai.Error {
 	switch {
 	case o.kind == outStall || o.code == "response_stalled":
 		return stalledError()
+	case o.code == "upstream_unavailable":
+		return dispatchError(ErrDispatchFailed)
 	case o.kind == outUpstream && o.upstream != nil:
 		u := o.upstream
 		typ := u.Type

@@ -37,6 +37,8 @@ type NodeMessage struct {
 	//
 	//	*NodeMessage_Hello
 	//	*NodeMessage_Advertisement
+	//	*NodeMessage_Pong
+	//	*NodeMessage_Draining
 	Msg           isNodeMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -97,6 +99,24 @@ func (x *NodeMessage) GetAdvertisement() *Advertisement {
 	return nil
 }
 
+func (x *NodeMessage) GetPong() *Pong {
+	if x != nil {
+		if x, ok := x.Msg.(*NodeMessage_Pong); ok {
+			return x.Pong
+		}
+	}
+	return nil
+}
+
+func (x *NodeMessage) GetDraining() *Draining {
+	if x != nil {
+		if x, ok := x.Msg.(*NodeMessage_Draining); ok {
+			return x.Draining
+		}
+	}
+	return nil
+}
+
 type isNodeMessage_Msg interface {
 	isNodeMessage_Msg()
 }
@@ -109,15 +129,32 @@ type NodeMessage_Advertisement struct {
 	Advertisement *Advertisement `protobuf:"bytes,2,opt,name=advertisement,proto3,oneof"`
 }
 
+type NodeMessage_Pong struct {
+	// The answer to the edge's Ping, with its sequence number.
+	Pong *Pong `protobuf:"bytes,3,opt,name=pong,proto3,oneof"`
+}
+
+type NodeMessage_Draining struct {
+	// The node is shutting down: the edge dispatches no new work to it;
+	// in-flight attempts finish (up to the node's drain timeout).
+	Draining *Draining `protobuf:"bytes,4,opt,name=draining,proto3,oneof"`
+}
+
 func (*NodeMessage_Hello) isNodeMessage_Msg() {}
 
 func (*NodeMessage_Advertisement) isNodeMessage_Msg() {}
+
+func (*NodeMessage_Pong) isNodeMessage_Msg() {}
+
+func (*NodeMessage_Draining) isNodeMessage_Msg() {}
 
 type Hello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Advertisement *Advertisement         `protobuf:"bytes,3,opt,name=advertisement,proto3" json:"advertisement,omitempty"`
+	// The node answers Ping with Pong, so the edge may time it.
+	Heartbeats    bool `protobuf:"varint,4,opt,name=heartbeats,proto3" json:"heartbeats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -173,6 +210,93 @@ func (x *Hello) GetAdvertisement() *Advertisement {
 	return nil
 }
 
+func (x *Hello) GetHeartbeats() bool {
+	if x != nil {
+		return x.Heartbeats
+	}
+	return false
+}
+
+type Pong struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pong) Reset() {
+	*x = Pong{}
+	mi := &file_nodelink_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pong) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pong) ProtoMessage() {}
+
+func (x *Pong) ProtoReflect() protoreflect.Message {
+	mi := &file_nodelink_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pong.ProtoReflect.Descriptor instead.
+func (*Pong) Descriptor() ([]byte, []int) {
+	return file_nodelink_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Pong) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+type Draining struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Draining) Reset() {
+	*x = Draining{}
+	mi := &file_nodelink_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Draining) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Draining) ProtoMessage() {}
+
+func (x *Draining) ProtoReflect() protoreflect.Message {
+	mi := &file_nodelink_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Draining.ProtoReflect.Descriptor instead.
+func (*Draining) Descriptor() ([]byte, []int) {
+	return file_nodelink_proto_rawDescGZIP(), []int{3}
+}
+
 type Advertisement struct {
 	state         protoimpl.MessageState   `protogen:"open.v1"`
 	NodeId        string                   `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -183,7 +307,7 @@ type Advertisement struct {
 
 func (x *Advertisement) Reset() {
 	*x = Advertisement{}
-	mi := &file_nodelink_proto_msgTypes[2]
+	mi := &file_nodelink_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +319,7 @@ func (x *Advertisement) String() string {
 func (*Advertisement) ProtoMessage() {}
 
 func (x *Advertisement) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[2]
+	mi := &file_nodelink_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +332,7 @@ func (x *Advertisement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Advertisement.ProtoReflect.Descriptor instead.
 func (*Advertisement) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{2}
+	return file_nodelink_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Advertisement) GetNodeId() string {
@@ -250,7 +374,7 @@ type ProviderAdvertisement struct {
 
 func (x *ProviderAdvertisement) Reset() {
 	*x = ProviderAdvertisement{}
-	mi := &file_nodelink_proto_msgTypes[3]
+	mi := &file_nodelink_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +386,7 @@ func (x *ProviderAdvertisement) String() string {
 func (*ProviderAdvertisement) ProtoMessage() {}
 
 func (x *ProviderAdvertisement) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[3]
+	mi := &file_nodelink_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +399,7 @@ func (x *ProviderAdvertisement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderAdvertisement.ProtoReflect.Descriptor instead.
 func (*ProviderAdvertisement) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{3}
+	return file_nodelink_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProviderAdvertisement) GetProviderId() string {
@@ -362,6 +486,7 @@ type EdgeMessage struct {
 	//	*EdgeMessage_Welcome
 	//	*EdgeMessage_Dispatch
 	//	*EdgeMessage_CancelRun
+	//	*EdgeMessage_Ping
 	Msg           isEdgeMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -369,7 +494,7 @@ type EdgeMessage struct {
 
 func (x *EdgeMessage) Reset() {
 	*x = EdgeMessage{}
-	mi := &file_nodelink_proto_msgTypes[4]
+	mi := &file_nodelink_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +506,7 @@ func (x *EdgeMessage) String() string {
 func (*EdgeMessage) ProtoMessage() {}
 
 func (x *EdgeMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[4]
+	mi := &file_nodelink_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +519,7 @@ func (x *EdgeMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EdgeMessage.ProtoReflect.Descriptor instead.
 func (*EdgeMessage) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{4}
+	return file_nodelink_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EdgeMessage) GetMsg() isEdgeMessage_Msg {
@@ -431,6 +556,15 @@ func (x *EdgeMessage) GetCancelRun() *CancelRun {
 	return nil
 }
 
+func (x *EdgeMessage) GetPing() *Ping {
+	if x != nil {
+		if x, ok := x.Msg.(*EdgeMessage_Ping); ok {
+			return x.Ping
+		}
+	}
+	return nil
+}
+
 type isEdgeMessage_Msg interface {
 	isEdgeMessage_Msg()
 }
@@ -447,11 +581,64 @@ type EdgeMessage_CancelRun struct {
 	CancelRun *CancelRun `protobuf:"bytes,3,opt,name=cancel_run,json=cancelRun,proto3,oneof"`
 }
 
+type EdgeMessage_Ping struct {
+	// An application-level heartbeat the node answers at once: a node
+	// that stops answering (frozen, partitioned) is taken out of service
+	// within the edge's heartbeat bound, far below the transport keepalive.
+	Ping *Ping `protobuf:"bytes,4,opt,name=ping,proto3,oneof"`
+}
+
 func (*EdgeMessage_Welcome) isEdgeMessage_Msg() {}
 
 func (*EdgeMessage_Dispatch) isEdgeMessage_Msg() {}
 
 func (*EdgeMessage_CancelRun) isEdgeMessage_Msg() {}
+
+func (*EdgeMessage_Ping) isEdgeMessage_Msg() {}
+
+type Ping struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ping) Reset() {
+	*x = Ping{}
+	mi := &file_nodelink_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ping) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ping) ProtoMessage() {}
+
+func (x *Ping) ProtoReflect() protoreflect.Message {
+	mi := &file_nodelink_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ping.ProtoReflect.Descriptor instead.
+func (*Ping) Descriptor() ([]byte, []int) {
+	return file_nodelink_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Ping) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
 
 type Welcome struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -463,7 +650,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_nodelink_proto_msgTypes[5]
+	mi := &file_nodelink_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +662,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[5]
+	mi := &file_nodelink_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +675,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{5}
+	return file_nodelink_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Welcome) GetConnectionGeneration() uint64 {
@@ -515,7 +702,7 @@ type Dispatch struct {
 
 func (x *Dispatch) Reset() {
 	*x = Dispatch{}
-	mi := &file_nodelink_proto_msgTypes[6]
+	mi := &file_nodelink_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +714,7 @@ func (x *Dispatch) String() string {
 func (*Dispatch) ProtoMessage() {}
 
 func (x *Dispatch) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[6]
+	mi := &file_nodelink_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +727,7 @@ func (x *Dispatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dispatch.ProtoReflect.Descriptor instead.
 func (*Dispatch) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{6}
+	return file_nodelink_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Dispatch) GetDispatchId() string {
@@ -559,7 +746,7 @@ type CancelRun struct {
 
 func (x *CancelRun) Reset() {
 	*x = CancelRun{}
-	mi := &file_nodelink_proto_msgTypes[7]
+	mi := &file_nodelink_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +758,7 @@ func (x *CancelRun) String() string {
 func (*CancelRun) ProtoMessage() {}
 
 func (x *CancelRun) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[7]
+	mi := &file_nodelink_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +771,7 @@ func (x *CancelRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRun.ProtoReflect.Descriptor instead.
 func (*CancelRun) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{7}
+	return file_nodelink_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelRun) GetRunId() string {
@@ -609,7 +796,7 @@ type AttemptUp struct {
 
 func (x *AttemptUp) Reset() {
 	*x = AttemptUp{}
-	mi := &file_nodelink_proto_msgTypes[8]
+	mi := &file_nodelink_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +808,7 @@ func (x *AttemptUp) String() string {
 func (*AttemptUp) ProtoMessage() {}
 
 func (x *AttemptUp) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[8]
+	mi := &file_nodelink_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +821,7 @@ func (x *AttemptUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptUp.ProtoReflect.Descriptor instead.
 func (*AttemptUp) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{8}
+	return file_nodelink_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AttemptUp) GetMsg() isAttemptUp_Msg {
@@ -718,7 +905,7 @@ type AttemptOpen struct {
 
 func (x *AttemptOpen) Reset() {
 	*x = AttemptOpen{}
-	mi := &file_nodelink_proto_msgTypes[9]
+	mi := &file_nodelink_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +917,7 @@ func (x *AttemptOpen) String() string {
 func (*AttemptOpen) ProtoMessage() {}
 
 func (x *AttemptOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[9]
+	mi := &file_nodelink_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +930,7 @@ func (x *AttemptOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOpen.ProtoReflect.Descriptor instead.
 func (*AttemptOpen) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{9}
+	return file_nodelink_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AttemptOpen) GetDispatchId() string {
@@ -774,7 +961,7 @@ type AttemptDown struct {
 
 func (x *AttemptDown) Reset() {
 	*x = AttemptDown{}
-	mi := &file_nodelink_proto_msgTypes[10]
+	mi := &file_nodelink_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +973,7 @@ func (x *AttemptDown) String() string {
 func (*AttemptDown) ProtoMessage() {}
 
 func (x *AttemptDown) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[10]
+	mi := &file_nodelink_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +986,7 @@ func (x *AttemptDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDown.ProtoReflect.Descriptor instead.
 func (*AttemptDown) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{10}
+	return file_nodelink_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AttemptDown) GetMsg() isAttemptDown_Msg {
@@ -885,7 +1072,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_nodelink_proto_msgTypes[11]
+	mi := &file_nodelink_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +1084,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[11]
+	mi := &file_nodelink_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1097,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{11}
+	return file_nodelink_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunRequest) GetRunId() string {
@@ -1004,7 +1191,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_nodelink_proto_msgTypes[12]
+	mi := &file_nodelink_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1203,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[12]
+	mi := &file_nodelink_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1216,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{12}
+	return file_nodelink_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Message) GetRole() string {
@@ -1085,7 +1272,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_nodelink_proto_msgTypes[13]
+	mi := &file_nodelink_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1284,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[13]
+	mi := &file_nodelink_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1297,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{13}
+	return file_nodelink_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolCall) GetId() string {
@@ -1150,7 +1337,7 @@ type GenerationParams struct {
 
 func (x *GenerationParams) Reset() {
 	*x = GenerationParams{}
-	mi := &file_nodelink_proto_msgTypes[14]
+	mi := &file_nodelink_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1349,7 @@ func (x *GenerationParams) String() string {
 func (*GenerationParams) ProtoMessage() {}
 
 func (x *GenerationParams) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[14]
+	mi := &file_nodelink_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1362,7 @@ func (x *GenerationParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationParams.ProtoReflect.Descriptor instead.
 func (*GenerationParams) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{14}
+	return file_nodelink_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GenerationParams) GetTemperature() float64 {
@@ -1261,7 +1448,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_nodelink_proto_msgTypes[15]
+	mi := &file_nodelink_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1460,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[15]
+	mi := &file_nodelink_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1473,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{15}
+	return file_nodelink_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunEvent) GetType() string {
@@ -1413,7 +1600,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_nodelink_proto_msgTypes[16]
+	mi := &file_nodelink_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1612,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[16]
+	mi := &file_nodelink_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1625,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{16}
+	return file_nodelink_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ErrorDetail) GetFailureCode() string {
@@ -1502,7 +1689,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_nodelink_proto_msgTypes[17]
+	mi := &file_nodelink_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1701,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[17]
+	mi := &file_nodelink_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1714,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{17}
+	return file_nodelink_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1571,7 +1758,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_nodelink_proto_msgTypes[18]
+	mi := &file_nodelink_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1770,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[18]
+	mi := &file_nodelink_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1783,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{18}
+	return file_nodelink_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TokenUsage) GetPromptTokens() int64 {
@@ -1647,7 +1834,7 @@ type ExecutionFailure struct {
 
 func (x *ExecutionFailure) Reset() {
 	*x = ExecutionFailure{}
-	mi := &file_nodelink_proto_msgTypes[19]
+	mi := &file_nodelink_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1846,7 @@ func (x *ExecutionFailure) String() string {
 func (*ExecutionFailure) ProtoMessage() {}
 
 func (x *ExecutionFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[19]
+	mi := &file_nodelink_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1859,7 @@ func (x *ExecutionFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionFailure.ProtoReflect.Descriptor instead.
 func (*ExecutionFailure) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{19}
+	return file_nodelink_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecutionFailure) GetCode() string {
@@ -1722,7 +1909,7 @@ type ProviderTunnelRequest struct {
 
 func (x *ProviderTunnelRequest) Reset() {
 	*x = ProviderTunnelRequest{}
-	mi := &file_nodelink_proto_msgTypes[20]
+	mi := &file_nodelink_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1921,7 @@ func (x *ProviderTunnelRequest) String() string {
 func (*ProviderTunnelRequest) ProtoMessage() {}
 
 func (x *ProviderTunnelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[20]
+	mi := &file_nodelink_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1934,7 @@ func (x *ProviderTunnelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTunnelRequest.ProtoReflect.Descriptor instead.
 func (*ProviderTunnelRequest) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{20}
+	return file_nodelink_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProviderTunnelRequest) GetRunId() string {
@@ -1830,7 +2017,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_nodelink_proto_msgTypes[21]
+	mi := &file_nodelink_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2029,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[21]
+	mi := &file_nodelink_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2042,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{21}
+	return file_nodelink_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Header) GetName() string {
@@ -1891,7 +2078,7 @@ type ProviderTunnelFrame struct {
 
 func (x *ProviderTunnelFrame) Reset() {
 	*x = ProviderTunnelFrame{}
-	mi := &file_nodelink_proto_msgTypes[22]
+	mi := &file_nodelink_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2090,7 @@ func (x *ProviderTunnelFrame) String() string {
 func (*ProviderTunnelFrame) ProtoMessage() {}
 
 func (x *ProviderTunnelFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[22]
+	mi := &file_nodelink_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2103,7 @@ func (x *ProviderTunnelFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTunnelFrame.ProtoReflect.Descriptor instead.
 func (*ProviderTunnelFrame) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{22}
+	return file_nodelink_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ProviderTunnelFrame) GetType() string {
@@ -1997,7 +2184,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_nodelink_proto_msgTypes[23]
+	mi := &file_nodelink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2196,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[23]
+	mi := &file_nodelink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2209,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{23}
+	return file_nodelink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Command) GetCommand() string {
@@ -2102,7 +2289,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_nodelink_proto_msgTypes[24]
+	mi := &file_nodelink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2301,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[24]
+	mi := &file_nodelink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2314,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{24}
+	return file_nodelink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommandResult) GetCommand() string {
@@ -2178,7 +2365,7 @@ type CapabilitiesResult struct {
 
 func (x *CapabilitiesResult) Reset() {
 	*x = CapabilitiesResult{}
-	mi := &file_nodelink_proto_msgTypes[25]
+	mi := &file_nodelink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2377,7 @@ func (x *CapabilitiesResult) String() string {
 func (*CapabilitiesResult) ProtoMessage() {}
 
 func (x *CapabilitiesResult) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[25]
+	mi := &file_nodelink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2390,7 @@ func (x *CapabilitiesResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesResult.ProtoReflect.Descriptor instead.
 func (*CapabilitiesResult) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{25}
+	return file_nodelink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CapabilitiesResult) GetAdapterKey() string {
@@ -2246,7 +2433,7 @@ type TransportStatus struct {
 
 func (x *TransportStatus) Reset() {
 	*x = TransportStatus{}
-	mi := &file_nodelink_proto_msgTypes[26]
+	mi := &file_nodelink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2445,7 @@ func (x *TransportStatus) String() string {
 func (*TransportStatus) ProtoMessage() {}
 
 func (x *TransportStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[26]
+	mi := &file_nodelink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2458,7 @@ func (x *TransportStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportStatus.ProtoReflect.Descriptor instead.
 func (*TransportStatus) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{26}
+	return file_nodelink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TransportStatus) GetNodeId() string {
@@ -2312,7 +2499,7 @@ type ProviderInFlight struct {
 
 func (x *ProviderInFlight) Reset() {
 	*x = ProviderInFlight{}
-	mi := &file_nodelink_proto_msgTypes[27]
+	mi := &file_nodelink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2511,7 @@ func (x *ProviderInFlight) String() string {
 func (*ProviderInFlight) ProtoMessage() {}
 
 func (x *ProviderInFlight) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[27]
+	mi := &file_nodelink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2524,7 @@ func (x *ProviderInFlight) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderInFlight.ProtoReflect.Descriptor instead.
 func (*ProviderInFlight) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{27}
+	return file_nodelink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProviderInFlight) GetProviderId() string {
@@ -2358,15 +2545,24 @@ var File_nodelink_proto protoreflect.FileDescriptor
 
 const file_nodelink_proto_rawDesc = "" +
 	"\n" +
-	"\x0enodelink.proto\x12\x0fiop.nodelink.v1\"\x8c\x01\n" +
+	"\x0enodelink.proto\x12\x0fiop.nodelink.v1\"\xf2\x01\n" +
 	"\vNodeMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.iop.nodelink.v1.HelloH\x00R\x05hello\x12F\n" +
-	"\radvertisement\x18\x02 \x01(\v2\x1e.iop.nodelink.v1.AdvertisementH\x00R\radvertisementB\x05\n" +
-	"\x03msg\"\x80\x01\n" +
+	"\radvertisement\x18\x02 \x01(\v2\x1e.iop.nodelink.v1.AdvertisementH\x00R\radvertisement\x12+\n" +
+	"\x04pong\x18\x03 \x01(\v2\x15.iop.nodelink.v1.PongH\x00R\x04pong\x127\n" +
+	"\bdraining\x18\x04 \x01(\v2\x19.iop.nodelink.v1.DrainingH\x00R\bdrainingB\x05\n" +
+	"\x03msg\"\xa0\x01\n" +
 	"\x05Hello\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12D\n" +
-	"\radvertisement\x18\x03 \x01(\v2\x1e.iop.nodelink.v1.AdvertisementR\radvertisement\"n\n" +
+	"\radvertisement\x18\x03 \x01(\v2\x1e.iop.nodelink.v1.AdvertisementR\radvertisement\x12\x1e\n" +
+	"\n" +
+	"heartbeats\x18\x04 \x01(\bR\n" +
+	"heartbeats\"\x18\n" +
+	"\x04Pong\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\"\n" +
+	"\n" +
+	"\bDraining\"n\n" +
 	"\rAdvertisement\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12D\n" +
 	"\tproviders\x18\x02 \x03(\v2&.iop.nodelink.v1.ProviderAdvertisementR\tproviders\"\x98\x03\n" +
@@ -2383,13 +2579,16 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x0fsupports_tunnel\x18\t \x01(\bR\x0esupportsTunnel\x12.\n" +
 	"\x13supports_ollama_api\x18\n" +
 	" \x01(\bR\x11supportsOllamaApi\x12\x1a\n" +
-	"\bsurfaces\x18\v \x03(\tR\bsurfaces\"\xc0\x01\n" +
+	"\bsurfaces\x18\v \x03(\tR\bsurfaces\"\xed\x01\n" +
 	"\vEdgeMessage\x124\n" +
 	"\awelcome\x18\x01 \x01(\v2\x18.iop.nodelink.v1.WelcomeH\x00R\awelcome\x127\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x19.iop.nodelink.v1.DispatchH\x00R\bdispatch\x12;\n" +
 	"\n" +
-	"cancel_run\x18\x03 \x01(\v2\x1a.iop.nodelink.v1.CancelRunH\x00R\tcancelRunB\x05\n" +
-	"\x03msg\"W\n" +
+	"cancel_run\x18\x03 \x01(\v2\x1a.iop.nodelink.v1.CancelRunH\x00R\tcancelRun\x12+\n" +
+	"\x04ping\x18\x04 \x01(\v2\x15.iop.nodelink.v1.PingH\x00R\x04pingB\x05\n" +
+	"\x03msg\"\x18\n" +
+	"\x04Ping\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\"W\n" +
 	"\aWelcome\x123\n" +
 	"\x15connection_generation\x18\x01 \x01(\x04R\x14connectionGeneration\x12\x17\n" +
 	"\aedge_id\x18\x02 \x01(\tR\x06edgeId\"+\n" +
@@ -2583,79 +2782,85 @@ func file_nodelink_proto_rawDescGZIP() []byte {
 	return file_nodelink_proto_rawDescData
 }
 
-var file_nodelink_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_nodelink_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_nodelink_proto_goTypes = []any{
 	(*NodeMessage)(nil),           // 0: iop.nodelink.v1.NodeMessage
 	(*Hello)(nil),                 // 1: iop.nodelink.v1.Hello
-	(*Advertisement)(nil),         // 2: iop.nodelink.v1.Advertisement
-	(*ProviderAdvertisement)(nil), // 3: iop.nodelink.v1.ProviderAdvertisement
-	(*EdgeMessage)(nil),           // 4: iop.nodelink.v1.EdgeMessage
-	(*Welcome)(nil),               // 5: iop.nodelink.v1.Welcome
-	(*Dispatch)(nil),              // 6: iop.nodelink.v1.Dispatch
-	(*CancelRun)(nil),             // 7: iop.nodelink.v1.CancelRun
-	(*AttemptUp)(nil),             // 8: iop.nodelink.v1.AttemptUp
-	(*AttemptOpen)(nil),           // 9: iop.nodelink.v1.AttemptOpen
-	(*AttemptDown)(nil),           // 10: iop.nodelink.v1.AttemptDown
-	(*RunRequest)(nil),            // 11: iop.nodelink.v1.RunRequest
-	(*Message)(nil),               // 12: iop.nodelink.v1.Message
-	(*ToolCall)(nil),              // 13: iop.nodelink.v1.ToolCall
-	(*GenerationParams)(nil),      // 14: iop.nodelink.v1.GenerationParams
-	(*RunEvent)(nil),              // 15: iop.nodelink.v1.RunEvent
-	(*ErrorDetail)(nil),           // 16: iop.nodelink.v1.ErrorDetail
-	(*ToolCallDelta)(nil),         // 17: iop.nodelink.v1.ToolCallDelta
-	(*TokenUsage)(nil),            // 18: iop.nodelink.v1.TokenUsage
-	(*ExecutionFailure)(nil),      // 19: iop.nodelink.v1.ExecutionFailure
-	(*ProviderTunnelRequest)(nil), // 20: iop.nodelink.v1.ProviderTunnelRequest
-	(*Header)(nil),                // 21: iop.nodelink.v1.Header
-	(*ProviderTunnelFrame)(nil),   // 22: iop.nodelink.v1.ProviderTunnelFrame
-	(*Command)(nil),               // 23: iop.nodelink.v1.Command
-	(*CommandResult)(nil),         // 24: iop.nodelink.v1.CommandResult
-	(*CapabilitiesResult)(nil),    // 25: iop.nodelink.v1.CapabilitiesResult
-	(*TransportStatus)(nil),       // 26: iop.nodelink.v1.TransportStatus
-	(*ProviderInFlight)(nil),      // 27: iop.nodelink.v1.ProviderInFlight
-	nil,                           // 28: iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	(*Pong)(nil),                  // 2: iop.nodelink.v1.Pong
+	(*Draining)(nil),              // 3: iop.nodelink.v1.Draining
+	(*Advertisement)(nil),         // 4: iop.nodelink.v1.Advertisement
+	(*ProviderAdvertisement)(nil), // 5: iop.nodelink.v1.ProviderAdvertisement
+	(*EdgeMessage)(nil),           // 6: iop.nodelink.v1.EdgeMessage
+	(*Ping)(nil),                  // 7: iop.nodelink.v1.Ping
+	(*Welcome)(nil),               // 8: iop.nodelink.v1.Welcome
+	(*Dispatch)(nil),              // 9: iop.nodelink.v1.Dispatch
+	(*CancelRun)(nil),             // 10: iop.nodelink.v1.CancelRun
+	(*AttemptUp)(nil),             // 11: iop.nodelink.v1.AttemptUp
+	(*AttemptOpen)(nil),           // 12: iop.nodelink.v1.AttemptOpen
+	(*AttemptDown)(nil),           // 13: iop.nodelink.v1.AttemptDown
+	(*RunRequest)(nil),            // 14: iop.nodelink.v1.RunRequest
+	(*Message)(nil),               // 15: iop.nodelink.v1.Message
+	(*ToolCall)(nil),              // 16: iop.nodelink.v1.ToolCall
+	(*GenerationParams)(nil),      // 17: iop.nodelink.v1.GenerationParams
+	(*RunEvent)(nil),              // 18: iop.nodelink.v1.RunEvent
+	(*ErrorDetail)(nil),           // 19: iop.nodelink.v1.ErrorDetail
+	(*ToolCallDelta)(nil),         // 20: iop.nodelink.v1.ToolCallDelta
+	(*TokenUsage)(nil),            // 21: iop.nodelink.v1.TokenUsage
+	(*ExecutionFailure)(nil),      // 22: iop.nodelink.v1.ExecutionFailure
+	(*ProviderTunnelRequest)(nil), // 23: iop.nodelink.v1.ProviderTunnelRequest
+	(*Header)(nil),                // 24: iop.nodelink.v1.Header
+	(*ProviderTunnelFrame)(nil),   // 25: iop.nodelink.v1.ProviderTunnelFrame
+	(*Command)(nil),               // 26: iop.nodelink.v1.Command
+	(*CommandResult)(nil),         // 27: iop.nodelink.v1.CommandResult
+	(*CapabilitiesResult)(nil),    // 28: iop.nodelink.v1.CapabilitiesResult
+	(*TransportStatus)(nil),       // 29: iop.nodelink.v1.TransportStatus
+	(*ProviderInFlight)(nil),      // 30: iop.nodelink.v1.ProviderInFlight
+	nil,                           // 31: iop.nodelink.v1.ExecutionFailure.MetadataEntry
 }
 var file_nodelink_proto_depIdxs = []int32{
 	1,  // 0: iop.nodelink.v1.NodeMessage.hello:type_name -> iop.nodelink.v1.Hello
-	2,  // 1: iop.nodelink.v1.NodeMessage.advertisement:type_name -> iop.nodelink.v1.Advertisement
-	2,  // 2: iop.nodelink.v1.Hello.advertisement:type_name -> iop.nodelink.v1.Advertisement
-	3,  // 3: iop.nodelink.v1.Advertisement.providers:type_name -> iop.nodelink.v1.ProviderAdvertisement
-	5,  // 4: iop.nodelink.v1.EdgeMessage.welcome:type_name -> iop.nodelink.v1.Welcome
-	6,  // 5: iop.nodelink.v1.EdgeMessage.dispatch:type_name -> iop.nodelink.v1.Dispatch
-	7,  // 6: iop.nodelink.v1.EdgeMessage.cancel_run:type_name -> iop.nodelink.v1.CancelRun
-	9,  // 7: iop.nodelink.v1.AttemptUp.open:type_name -> iop.nodelink.v1.AttemptOpen
-	15, // 8: iop.nodelink.v1.AttemptUp.event:type_name -> iop.nodelink.v1.RunEvent
-	22, // 9: iop.nodelink.v1.AttemptUp.frame:type_name -> iop.nodelink.v1.ProviderTunnelFrame
-	24, // 10: iop.nodelink.v1.AttemptUp.command_result:type_name -> iop.nodelink.v1.CommandResult
-	11, // 11: iop.nodelink.v1.AttemptDown.run:type_name -> iop.nodelink.v1.RunRequest
-	20, // 12: iop.nodelink.v1.AttemptDown.tunnel:type_name -> iop.nodelink.v1.ProviderTunnelRequest
-	23, // 13: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
-	12, // 14: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
-	14, // 15: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
-	21, // 16: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
-	13, // 17: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
-	17, // 18: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
-	18, // 19: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
-	19, // 20: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	16, // 21: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	28, // 22: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
-	21, // 23: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
-	21, // 24: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
-	18, // 25: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
-	19, // 26: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	16, // 27: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	25, // 28: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
-	26, // 29: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
-	27, // 30: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
-	0,  // 31: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
-	8,  // 32: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
-	4,  // 33: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
-	10, // 34: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
-	33, // [33:35] is the sub-list for method output_type
-	31, // [31:33] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	4,  // 1: iop.nodelink.v1.NodeMessage.advertisement:type_name -> iop.nodelink.v1.Advertisement
+	2,  // 2: iop.nodelink.v1.NodeMessage.pong:type_name -> iop.nodelink.v1.Pong
+	3,  // 3: iop.nodelink.v1.NodeMessage.draining:type_name -> iop.nodelink.v1.Draining
+	4,  // 4: iop.nodelink.v1.Hello.advertisement:type_name -> iop.nodelink.v1.Advertisement
+	5,  // 5: iop.nodelink.v1.Advertisement.providers:type_name -> iop.nodelink.v1.ProviderAdvertisement
+	8,  // 6: iop.nodelink.v1.EdgeMessage.welcome:type_name -> iop.nodelink.v1.Welcome
+	9,  // 7: iop.nodelink.v1.EdgeMessage.dispatch:type_name -> iop.nodelink.v1.Dispatch
+	10, // 8: iop.nodelink.v1.EdgeMessage.cancel_run:type_name -> iop.nodelink.v1.CancelRun
+	7,  // 9: iop.nodelink.v1.EdgeMessage.ping:type_name -> iop.nodelink.v1.Ping
+	12, // 10: iop.nodelink.v1.AttemptUp.open:type_name -> iop.nodelink.v1.AttemptOpen
+	18, // 11: iop.nodelink.v1.AttemptUp.event:type_name -> iop.nodelink.v1.RunEvent
+	25, // 12: iop.nodelink.v1.AttemptUp.frame:type_name -> iop.nodelink.v1.ProviderTunnelFrame
+	27, // 13: iop.nodelink.v1.AttemptUp.command_result:type_name -> iop.nodelink.v1.CommandResult
+	14, // 14: iop.nodelink.v1.AttemptDown.run:type_name -> iop.nodelink.v1.RunRequest
+	23, // 15: iop.nodelink.v1.AttemptDown.tunnel:type_name -> iop.nodelink.v1.ProviderTunnelRequest
+	26, // 16: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
+	15, // 17: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
+	17, // 18: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
+	24, // 19: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
+	16, // 20: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
+	20, // 21: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
+	21, // 22: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
+	22, // 23: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	19, // 24: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	31, // 25: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	24, // 26: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
+	24, // 27: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
+	21, // 28: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
+	22, // 29: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	19, // 30: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	28, // 31: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
+	29, // 32: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
+	30, // 33: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
+	0,  // 34: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
+	11, // 35: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
+	6,  // 36: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
+	13, // 37: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
+	36, // [36:38] is the sub-list for method output_type
+	34, // [34:36] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_nodelink_proto_init() }
@@ -2666,31 +2871,34 @@ func file_nodelink_proto_init() {
 	file_nodelink_proto_msgTypes[0].OneofWrappers = []any{
 		(*NodeMessage_Hello)(nil),
 		(*NodeMessage_Advertisement)(nil),
+		(*NodeMessage_Pong)(nil),
+		(*NodeMessage_Draining)(nil),
 	}
-	file_nodelink_proto_msgTypes[4].OneofWrappers = []any{
+	file_nodelink_proto_msgTypes[6].OneofWrappers = []any{
 		(*EdgeMessage_Welcome)(nil),
 		(*EdgeMessage_Dispatch)(nil),
 		(*EdgeMessage_CancelRun)(nil),
+		(*EdgeMessage_Ping)(nil),
 	}
-	file_nodelink_proto_msgTypes[8].OneofWrappers = []any{
+	file_nodelink_proto_msgTypes[11].OneofWrappers = []any{
 		(*AttemptUp_Open)(nil),
 		(*AttemptUp_Event)(nil),
 		(*AttemptUp_Frame)(nil),
 		(*AttemptUp_CommandResult)(nil),
 	}
-	file_nodelink_proto_msgTypes[10].OneofWrappers = []any{
+	file_nodelink_proto_msgTypes[13].OneofWrappers = []any{
 		(*AttemptDown_Run)(nil),
 		(*AttemptDown_Tunnel)(nil),
 		(*AttemptDown_Command)(nil),
 	}
-	file_nodelink_proto_msgTypes[14].OneofWrappers = []any{}
+	file_nodelink_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodelink_proto_rawDesc), len(file_nodelink_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,6 +48,13 @@ func ModelNotFound(model string) *Error {
 		Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", clip(model, 256))}
 }
 
+// ModelUnavailable returns the 503 model_unavailable error of a model that
+// is configured but has no connected provider right now.
+func ModelUnavailable(model string) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Type: TypeServiceUnavailable, Code: "model_unavailable", Param: "model",
+		Message: fmt.Sprintf("The model `%s` has no provider connected right now. Please retry shortly.", clip(model, 256))}
+}
+
 type wireError struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
