@@ -227,7 +227,8 @@ func DefaultConfig() Config {
 		Log:        LogConfig{Level: "info", Format: "json"},
 		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
 			MaxConnsPerSource: 64, MaxConns: 4096},
-		NodeLink:     NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second},
+		NodeLink: NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second,
+			StartupGrace: 20 * time.Second},
 		DrainTimeout: 30 * time.Second,
 	}
 }

@@ -182,8 +182,10 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 			conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		}
 		if err == nil {
+			fc := &freezable{Conn: conn}
+			conn = fc
 			c.connMu.Lock()
-			c.conns[s.ID] = append(c.conns[s.ID], conn)
+			c.conns[s.ID] = append(c.conns[s.ID], fc)
 			c.connMu.Unlock()
 		}
 		return conn, err
@@ -209,6 +211,75 @@ func (c *Cluster) KillNodeLink(id string) {
 	for _, conn := range conns {
 		_ = conn.Close()
 	}
+}
+
+// FreezeNodeLink makes the node's link connections stop moving bytes in
+// either direction, as a node process stopped with SIGSTOP (or a silent
+// partition) would; ThawNodeLink lets them move again.
+func (c *Cluster) FreezeNodeLink(id string) { c.eachFreezable(id, (*freezable).freeze) }
+
+// ThawNodeLink undoes FreezeNodeLink.
+func (c *Cluster) ThawNodeLink(id string) { c.eachFreezable(id, (*freezable).thaw) }
+
+func (c *Cluster) eachFreezable(id string, f func(*freezable)) {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	for _, conn := range c.conns[id] {
+		if fc, ok := conn.(*freezable); ok {
+			f(fc)
+		}
+	}
+}
+
+// freezable is a connection that can be frozen: reads and writes block
+// while it is.
+type freezable struct {
+	net.Conn
+	mu     sync.Mutex
+	frozen chan struct{} // closed on thaw; nil when not frozen
+}
+
+func (f *freezable) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frozen == nil {
+		f.frozen = make(chan struct{})
+	}
+}
+
+func (f *freezable) thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frozen != nil {
+		close(f.frozen)
+		f.frozen = nil
+	}
+}
+
+func (f *freezable) wait() {
+	f.mu.Lock()
+	ch := f.frozen
+	f.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+func (f *freezable) Read(p []byte) (int, error) {
+	f.wait()
+	n, err := f.Conn.Read(p)
+	f.wait()
+	return n, err
+}
+
+func (f *freezable) Write(p []byte) (int, error) {
+	f.wait()
+	return f.Conn.Write(p)
+}
+
+func (f *freezable) Close() error {
+	f.thaw()
+	return f.Conn.Close()
 }
 
 // StopNode stops a node agent and waits for it.
