@@ -123,7 +123,7 @@ type Pool struct {
 	providers map[providerKey]*pooled
 	queues    map[string]*waitQueue
 	overlay   map[providerKey]*overlayEntry
-	nodeGen   map[string]uint64 // the newest connection generation set per node
+	nodeGen   map[string]uint64  // the newest connection generation set per node
 	nodeState map[nodeGen]string // NodeSuspect or NodeDraining: takes no new work
 	useSeq    uint64
 }
