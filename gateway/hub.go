@@ -50,7 +50,8 @@ type Hub struct {
 	reading  map[string]int  // per node: attempt streams not yet matched to one
 	draining bool
 
-	readers sync.WaitGroup // session reader goroutines
+	readers sync.WaitGroup // session reader goroutines; added to under mu while !stopped
+	stopped bool           // guarded by mu: wait has begun
 }
 
 // nodeConn is one registered node connection.
@@ -280,7 +281,16 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 // connection is superseded.
 func (h *Hub) serveSession(c *nodeConn) error {
 	errc := make(chan error, 1)
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return status.Error(codes.Unavailable, "edge is shutting down")
+	}
 	h.readers.Add(1)
+	if c.heartbeats {
+		h.readers.Go(func() { h.heartbeat(c) })
+	}
+	h.mu.Unlock()
 	go func() {
 		defer h.readers.Done()
 		for {
@@ -303,9 +313,6 @@ func (h *Hub) serveSession(c *nodeConn) error {
 			}
 		}
 	}()
-	if c.heartbeats {
-		h.readers.Go(func() { h.heartbeat(c) })
-	}
 	select {
 	case err := <-errc:
 		return err
@@ -438,7 +445,12 @@ func (h *Hub) allSeen() bool {
 
 // wait returns once every session reader has ended (after the gRPC server
 // stopped, every session stream has).
-func (h *Hub) wait() { h.readers.Wait() }
+func (h *Hub) wait() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.readers.Wait()
+}
 
 // unregister removes c — only if it is still the node's registered
 // connection — and its providers of that generation.
