@@ -124,7 +124,10 @@ func responsesField(k string, v json.RawMessage, out map[string]json.RawMessage,
 			out["tools"] = tools
 		}
 	case "tool_choice":
-		if bytes.Contains(v, []byte(`"allowed_tools"`)) {
+		var tc struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(v, &tc) == nil && tc.Type == "allowed_tools" {
 			return refuse(k, "allowed_tools has no equivalent on this model's provider")
 		}
 		out["tool_choice"] = convertToolChoice(v)
