@@ -126,3 +126,24 @@ func TestScanStops(t *testing.T) {
 		t.Fatalf("Scan = %v after %d events, want nil after 2", err, n)
 	}
 }
+
+// BenchmarkTrickledEvent feeds one 2 MiB event in 256-byte reads, as a
+// slow upstream trickles a large tool-call argument: the reader's work is
+// linear in the bytes (a scanner that re-splits its buffer on every read
+// took 11 s for this).
+func BenchmarkTrickledEvent(b *testing.B) {
+	event := []byte("data: \"" + strings.Repeat("x", 2<<20) + "\"\n\n")
+	b.SetBytes(int64(len(event)))
+	for b.Loop() {
+		r := NewReader(FormatSSE, 0)
+		n := 0
+		for p := event; len(p) > 0; {
+			k := min(256, len(p))
+			r.Feed(p[:k], func(Event) { n++ })
+			p = p[k:]
+		}
+		if n != 1 {
+			b.Fatalf("%d events", n)
+		}
+	}
+}
