@@ -142,6 +142,9 @@ func (g *Gateway) Handler() http.Handler { return g.echo }
 // Pool returns the provider pool.
 func (g *Gateway) Pool() *Pool { return g.pool }
 
+// Gatherer is the registry the edge's metrics are on.
+func (g *Gateway) Gatherer() prometheus.Gatherer { return g.reg }
+
 // Hub returns the node link hub.
 func (g *Gateway) Hub() *Hub { return g.hub }
 

@@ -135,6 +135,13 @@ func Start(t testing.TB, opts Options, build func(c *Cluster) []NodeSpec) *Clust
 	c.stopEdge, c.edgeDone = cancel, make(chan error, 1)
 	go func() { c.edgeDone <- g.Serve(ctx, httpLn, nodeLn, adminLn) }()
 	t.Cleanup(c.Stop)
+	// Runs before Stop (cleanups are last in, first out): no lease was
+	// ever released twice, whatever the test did.
+	t.Cleanup(func() {
+		if n := gatheredValue(c.Gateway.Gatherer(), "iop_edge_lease_double_release_total"); n != 0 {
+			t.Errorf("iop_edge_lease_double_release_total = %v after the test", n)
+		}
+	})
 	for _, s := range specs {
 		c.StartNode(t, s)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/internal/rogue"
+	"github.com/iopgw/iop/nodeagent"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -35,16 +36,39 @@ func startRogue(t *testing.T, c *Cluster, ads []*wire.ProviderAdvertisement, res
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	before := len(c.Gateway.Pool().Snapshot())
 	n, err := rogue.Connect(ctx, conn, "token-rogue", "rogue", ads, respond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.WaitProviders(t, len(ads))
+	c.WaitProviders(t, before+len(ads))
 	return n
 }
 
+// legitLatency runs requests to the legitimate node while attack runs and
+// returns the slowest: a rogue node must not slow other traffic.
+func legitLatency(t *testing.T, c *Cluster, attack func()) time.Duration {
+	t.Helper()
+	done := make(chan struct{})
+	var worst time.Duration
+	go func() {
+		defer close(done)
+		for range 20 {
+			start := time.Now()
+			if r := streamChat(t, c.URL, "iop-sim"); r.status != 200 || r.done != 1 {
+				t.Errorf("a legitimate request during the attack: %+v", r)
+			}
+			worst = max(worst, time.Since(start))
+		}
+	}()
+	attack()
+	<-done
+	return worst
+}
+
 func hostileCluster(t *testing.T) *Cluster {
-	return Start(t, Options{Nodes: []NodeSpec{}, Gateway: func(cfg *gateway.Config) {
+	legit := NodeSpec{ID: "legit", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}
+	return Start(t, Options{Nodes: []NodeSpec{legit}, Gateway: func(cfg *gateway.Config) {
 		cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: "rogue", Token: "token-rogue"})
 		cfg.StreamGate.HoldMaxDelay = 20 * time.Millisecond // held output is released from a timer goroutine
 		cfg.NodeLimits.MaxStallTimeout = 2 * time.Second
@@ -94,12 +118,20 @@ func TestRogueNodeResponses(t *testing.T) {
 		}
 		return nil
 	})
-	for _, m := range []string{"status-42", "status-101", "oversized"} {
-		code, _, body := chatStream(t, c.URL, m)
-		if code != http.StatusBadGateway && code != http.StatusServiceUnavailable || !strings.Contains(body, `"error"`) {
-			t.Errorf("%s: client got %d %q", m, code, body)
+	worst := legitLatency(t, c, func() {
+		for range 5 {
+			for _, m := range []string{"status-42", "status-101", "oversized"} {
+				code, _, body := chatStream(t, c.URL, m)
+				if code != http.StatusBadGateway && code != http.StatusServiceUnavailable || !strings.Contains(body, `"error"`) {
+					t.Errorf("%s: client got %d %q", m, code, body)
+				}
+			}
 		}
+	})
+	if worst > time.Second {
+		t.Errorf("legitimate requests took up to %v during the attacks", worst)
 	}
+	t.Logf("legitimate requests during the rogue responses: slowest %v", worst.Round(time.Millisecond))
 	code, h, body := chatStream(t, c.URL, "headers")
 	if code != 200 || body != okStream || h.Get("Set-Cookie") != "" || h.Get("Location") != "" || h.Get("Server") == "rogue/1.0" {
 		t.Errorf("headers: %d %v %q", code, h, body)
@@ -124,9 +156,10 @@ func TestRogueNodeClaims(t *testing.T) {
 		<-silentDone // accepts the work and never answers
 		return nil
 	})
-	snap := c.Gateway.Pool().Snapshot()
-	if len(snap) != 1 || snap[0].ConfiguredCapacity != 1 {
-		t.Fatalf("claimed capacity 0 became %+v", snap)
+	for _, p := range c.Gateway.Pool().Snapshot() {
+		if p.NodeID == "rogue" && p.ConfiguredCapacity != 1 {
+			t.Fatalf("claimed capacity 0 became %+v", p)
+		}
 	}
 	start := time.Now()
 	code, _, body := chatStream(t, c.URL, "g")
@@ -151,7 +184,7 @@ func TestRogueNodeClaims(t *testing.T) {
 	if code := status.Code(err); code != codes.ResourceExhausted && code != codes.PermissionDenied {
 		t.Fatalf("an advertisement of 100,000 providers: %v", err)
 	}
-	if snap := c.Gateway.Pool().Snapshot(); len(snap) > 1 {
+	if snap := c.Gateway.Pool().Snapshot(); len(snap) > 2 {
 		t.Fatalf("%d providers pooled after the oversized advertisement", len(snap))
 	}
 }
@@ -162,14 +195,20 @@ func TestUnsolicitedAttemptStreamsAreRefused(t *testing.T) {
 	c := hostileCluster(t)
 	n := startRogue(t, c, []*wire.ProviderAdvertisement{rogueProvider("p", "m", 4, 1000)}, nil)
 	ctx := n.Session.Context()
-	for range 200 {
-		st, err := n.Client.Attempt(ctx)
-		if err != nil {
-			t.Fatal(err)
+	worst := legitLatency(t, c, func() {
+		for range 200 {
+			st, err := n.Client.Attempt(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{ToolCalls: make([]*wire.ToolCallDelta, 1000)}}})
+			if _, err := st.Recv(); status.Code(err) != codes.ResourceExhausted {
+				t.Fatalf("unsolicited attempt stream: %v", err)
+			}
 		}
-		_ = st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{ToolCalls: make([]*wire.ToolCallDelta, 1000)}}})
-		if _, err := st.Recv(); status.Code(err) != codes.ResourceExhausted {
-			t.Fatalf("unsolicited attempt stream: %v", err)
-		}
+	})
+	if worst > time.Second {
+		t.Errorf("legitimate requests took up to %v during the attack", worst)
 	}
+	t.Logf("legitimate requests during 200 unsolicited attempt streams: slowest %v", worst.Round(time.Millisecond))
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -60,4 +61,22 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// gatheredValue sums the series of a counter or gauge in g.
+func gatheredValue(g prometheus.Gatherer, name string) float64 {
+	fams, err := g.Gather()
+	if err != nil {
+		return -1
+	}
+	sum := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
