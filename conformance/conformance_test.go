@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"os/exec"
@@ -192,33 +191,7 @@ func TestConformance(t *testing.T) {
 // differences against the documented ones.
 func compare(t *testing.T, c client, scenario string, targets []target) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var rows []string
-	var base outcome
-	for i, tg := range targets {
-		o, err := c.run(ctx, tg.url, scenario)
-		if err != nil {
-			t.Fatalf("%s %s via %s: %v", c.name, scenario, tg.path, err)
-		}
-		if kind, model := split(scenario); kind == "chat-cancel" {
-			o.UpstreamCancel = upstreamSawCancel(tg.wall, model)
-		}
-		if i == 0 {
-			base = o
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | — |", c.name, scenario, tg.path, summary(o)))
-			continue
-		}
-		diffs := diffFields(base, o)
-		ok := allowed(tg.path, scenario)
-		for _, d := range diffs {
-			if !ok[d] {
-				t.Errorf("%s %s via %s: undocumented difference in %s\n direct %+v %+v\n   %s %+v %+v", c.name, scenario, tg.path, d, base, base.Error, tg.path, o, o.Error)
-			}
-		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |", c.name, scenario, tg.path, summary(o), strings.Join(diffs, ", ")))
-	}
-	return rows
+	return compareWith(t, c, scenario, "", targets, func(path string) map[string]bool { return allowed(path, scenario) }, nil)
 }
 
 func upstreamSawCancel(w *wall.Wall, model string) bool {

@@ -156,37 +156,46 @@ func upstreamCluster(t *testing.T, label, url, path, nonStream string) target {
 }
 
 // compareWith runs one client/scenario on every target and checks the
-// differences from the first (direct) against allowed(path).
+// differences from the first (direct) against allowed(path); verify, if
+// set, checks each outcome on its own. style names the upstream in the
+// table ("" for the wall).
 func compareWith(t *testing.T, c client, scenario, style string, targets []target, allowed func(path string) map[string]bool,
 	verify func(path string, o outcome) error) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	label := scenario
+	if style != "" {
+		label += "@" + style
+	}
 	var rows []string
 	var base outcome
 	for i, tg := range targets {
 		o, err := c.run(ctx, tg.url, scenario)
 		if err != nil {
-			t.Fatalf("%s %s@%s via %s: %v", c.name, scenario, style, tg.path, err)
+			t.Fatalf("%s %s via %s: %v", c.name, label, tg.path, err)
+		}
+		if kind, model := split(scenario); kind == "chat-cancel" && tg.wall != nil {
+			o.UpstreamCancel = upstreamSawCancel(tg.wall, model)
 		}
 		if verify != nil {
 			if err := verify(tg.path, o); err != nil {
-				t.Errorf("%s %s@%s via %s: %v", c.name, scenario, style, tg.path, err)
+				t.Errorf("%s %s via %s: %v", c.name, label, tg.path, err)
 			}
 		}
 		if i == 0 {
 			base = o
-			rows = append(rows, fmt.Sprintf("| %s | %s@%s | %s | %s | — |", c.name, scenario, style, tg.path, summary(o)))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | — |", c.name, label, tg.path, summary(o)))
 			continue
 		}
 		diffs := diffFields(base, o)
 		ok := allowed(tg.path)
 		for _, d := range diffs {
 			if !ok[d] {
-				t.Errorf("%s %s@%s via %s: undocumented difference in %s\n direct %+v %+v\n   %s %+v %+v", c.name, scenario, style, tg.path, d, base, base.Error, tg.path, o, o.Error)
+				t.Errorf("%s %s via %s: undocumented difference in %s\n direct %+v %+v\n   %s %+v %+v", c.name, label, tg.path, d, base, base.Error, tg.path, o, o.Error)
 			}
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s@%s | %s | %s | %s |", c.name, scenario, style, tg.path, summary(o), strings.Join(diffs, ", ")))
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |", c.name, label, tg.path, summary(o), strings.Join(diffs, ", ")))
 	}
 	return rows
 }

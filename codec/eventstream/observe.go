@@ -333,11 +333,14 @@ func ParseErrorObject(raw json.RawMessage) *execution.UpstreamError {
 		ue.Message = s
 	}
 	if ue.Message == "" {
-		ue.Message = "the provider reported an error"
+		ue.Message = NoMessage
 	}
 	ue.Status = StatusOf(ue.Type, ue.Code)
 	return ue
 }
+
+// NoMessage is the message of an error object that had none.
+const NoMessage = "the provider reported an error"
 
 // StatusOf infers the HTTP status class of an error reported without one
 // (an error event inside a 200 stream) from its OpenAI type or code: a

@@ -137,25 +137,12 @@ func thinkToChat(v json.RawMessage, out map[string]any) *Error {
 	return nil
 }
 
-type chatMsg struct {
-	Role      string   `json:"role"`
-	Content   string   `json:"content"`
-	Images    []string `json:"images"`
-	Thinking  string   `json:"thinking"`
-	ToolName  string   `json:"tool_name"`
-	ToolCalls []struct {
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
 // chatMessages translates Ollama messages. Ollama's tool calls carry no
 // id: each gets call_<n>, and a tool result answers the latest unanswered
-// call of its tool_name.
+// call of its tool_name. An assistant message's "thinking" is not sent: a
+// Chat upstream takes no reasoning input.
 func chatMessages(v json.RawMessage) ([]map[string]any, *Error) {
-	var in []chatMsg
+	var in []wireMessage
 	if json.Unmarshal(v, &in) != nil {
 		return nil, BadRequest("messages must be an array of messages")
 	}

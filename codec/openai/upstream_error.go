@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -18,19 +19,11 @@ func ParseError(status int, h http.Header, body []byte) *execution.UpstreamError
 	var oai struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &oai) == nil && len(oai.Error) > 0 {
-		var obj struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    any    `json:"code"`
-			Param   any    `json:"param"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(oai.Error, &obj) == nil:
-			ue.Message, ue.Type, ue.Code, ue.Param = obj.Message, obj.Type, stringOf(obj.Code), stringOf(obj.Param)
-		case json.Unmarshal(oai.Error, &s) == nil:
-			ue.Message = s
+	if json.Unmarshal(body, &oai) == nil && len(oai.Error) > 0 && string(oai.Error) != "null" {
+		e := eventstream.ParseErrorObject(oai.Error)
+		ue.Type, ue.Code, ue.Param = e.Type, e.Code, e.Param
+		if e.Message != eventstream.NoMessage {
+			ue.Message = e.Message
 		}
 	}
 	if ue.Message == "" {
@@ -40,16 +33,6 @@ func ParseError(status int, h http.Header, body []byte) *execution.UpstreamError
 		}
 	}
 	return ue
-}
-
-func stringOf(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return ""
 }
 
 // RetryAfterMS reads retry-after-ms, then retry-after (seconds), in ms.
