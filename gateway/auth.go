@@ -15,8 +15,10 @@ import (
 // hashes and compared in constant time; keys in a query string are
 // refused; failed attempts are rate-limited per client address.
 type authenticator struct {
-	keys  [][]byte // raw sha256 sums
-	limit int      // failures per minute per address
+	keys    [][]byte // raw sha256 sums
+	ids     []string // key ids, by index of keys
+	limit   int      // failures per minute per address
+	trusted []*net.IPNet
 
 	mu       sync.Mutex // guards failures
 	failures map[string]*failWindow
@@ -34,7 +36,12 @@ func newAuthenticator(c AuthConfig) *authenticator {
 	}
 	for _, k := range c.Keys {
 		b, _ := hex.DecodeString(strings.ToLower(k.SHA256))
-		a.keys = append(a.keys, b)
+		a.keys, a.ids = append(a.keys, b), append(a.ids, k.ID)
+	}
+	for _, cidr := range c.TrustedProxies {
+		if _, n, err := net.ParseCIDR(cidr); err == nil {
+			a.trusted = append(a.trusted, n)
+		}
 	}
 	return a
 }
@@ -53,37 +60,78 @@ const (
 // queryKeyParams are query parameters that would carry a credential.
 var queryKeyParams = []string{"api_key", "api-key", "key", "apikey", "token", "access_token"}
 
-// check authenticates r.
-func (a *authenticator) check(r *http.Request) authResult {
+// check authenticates r and names the key that matched. A valid key
+// always passes: only failures are limited, per client address (behind a
+// trusted proxy, the address it forwarded), so one misconfigured client
+// never locks out the others — nor a valid key from the same address.
+func (a *authenticator) check(r *http.Request) (authResult, string) {
 	if len(a.keys) == 0 {
-		return authOK
+		return authOK, ""
 	}
-	addr := clientAddr(r)
-	if a.throttled(addr) {
-		return authThrottled
-	}
+	addr := a.clientAddr(r)
 	q := r.URL.Query()
 	for _, p := range queryKeyParams {
 		if q.Has(p) {
-			a.fail(addr)
-			return authQueryKey
+			return a.failure(addr, authQueryKey), ""
 		}
 	}
 	key := bearer(r)
 	if key == "" {
-		a.fail(addr)
-		return authMissing
+		return a.failure(addr, authMissing), ""
 	}
 	sum := sha256.Sum256([]byte(key))
-	match := 0
-	for _, k := range a.keys {
-		match |= subtle.ConstantTimeCompare(sum[:], k)
+	found := -1
+	for i, k := range a.keys {
+		if subtle.ConstantTimeCompare(sum[:], k) == 1 {
+			found = i
+		}
 	}
-	if match != 1 {
-		a.fail(addr)
-		return authInvalid
+	if found < 0 {
+		return a.failure(addr, authInvalid), ""
 	}
-	return authOK
+	return authOK, a.ids[found]
+}
+
+// failure counts a failed attempt from addr and returns r, or
+// authThrottled once addr is over its limit.
+func (a *authenticator) failure(addr string, r authResult) authResult {
+	if a.throttled(addr) {
+		return authThrottled
+	}
+	a.fail(addr)
+	return r
+}
+
+// clientAddr is the address failures are counted against: the peer, or —
+// when the peer is a trusted proxy — the nearest untrusted address in
+// X-Forwarded-For.
+func (a *authenticator) clientAddr(r *http.Request) string {
+	addr := clientAddr(r)
+	if !a.isTrusted(addr) {
+		return addr
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := strings.TrimSpace(hops[i])
+		if h == "" {
+			continue
+		}
+		if !a.isTrusted(h) {
+			return h
+		}
+		addr = h
+	}
+	return addr
+}
+
+func (a *authenticator) isTrusted(addr string) bool {
+	ip := net.ParseIP(addr)
+	for _, n := range a.trusted {
+		if ip != nil && n.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func bearer(r *http.Request) string {

@@ -83,8 +83,11 @@ type AuthConfig struct {
 	// Keys are the accepted client keys; none means the API is open.
 	Keys []KeyConfig `koanf:"keys"`
 	// FailuresPerMinute: failed authentications per client address per
-	// minute before 429. Default 20.
+	// minute before 429 (a valid key always passes). Default 20.
 	FailuresPerMinute int `koanf:"failures_per_minute"`
+	// TrustedProxies are the CIDRs of front proxies whose X-Forwarded-For
+	// names the client address failures are counted against. Default none.
+	TrustedProxies []string `koanf:"trusted_proxies"`
 }
 
 // KeyConfig is one client key, stored as a hash.
@@ -212,6 +215,12 @@ type OverlayConfig struct {
 type LogConfig struct {
 	Level  string `koanf:"level"`  // debug, info, warn, error; default info
 	Format string `koanf:"format"` // json or text; default json
+	// Access is the access log: all (default: one line per API request),
+	// errors (only failed requests), or off.
+	Access string `koanf:"access"`
+	// AccessSample is the fraction of successful requests logged when
+	// Access is all (failed ones always are). Default 1.
+	AccessSample float64 `koanf:"access_sample"`
 }
 
 // DefaultConfig returns a Config with every default.
@@ -224,7 +233,7 @@ func DefaultConfig() Config {
 		Queue:      QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
 		StreamGate: StreamGateConfig{MaxAttempts: 3, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second, MaxRetryAfter: 5 * time.Second},
 		Overlay:    OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
-		Log:        LogConfig{Level: "info", Format: "json"},
+		Log:        LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
 		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
 			MaxConnsPerSource: 64, MaxConns: 4096},
 		NodeLink: NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second,
@@ -278,6 +287,11 @@ func (c *Config) Validate() error {
 			bad(key+".token_sha256", "must be 64 hex characters")
 		}
 	}
+	for i, cidr := range c.Auth.TrustedProxies {
+		if _, _, err := net.ParseCIDR(cidr); err != nil {
+			bad(fmt.Sprintf("auth.trusted_proxies[%d]", i), "must be a CIDR such as 10.0.0.0/8")
+		}
+	}
 	for i, k := range c.Auth.Keys {
 		if !isSHA256(k.SHA256) {
 			bad(fmt.Sprintf("auth.keys[%d].sha256", i), "must be 64 hex characters (sha256 of the key)")
@@ -307,6 +321,14 @@ func (c *Config) Validate() error {
 	}
 	if nl := c.NodeLink; nl.OpenTimeout <= 0 || nl.HeartbeatInterval <= 0 || nl.HeartbeatTimeout < nl.HeartbeatInterval {
 		bad("node_link", "open_timeout and heartbeat_interval must be positive, heartbeat_timeout at least heartbeat_interval")
+	}
+	switch c.Log.Access {
+	case AccessAll, AccessErrors, AccessOff:
+	default:
+		bad("log.access", "must be all, errors or off")
+	}
+	if c.Log.AccessSample < 0 || c.Log.AccessSample > 1 {
+		bad("log.access_sample", "must be between 0 and 1")
 	}
 	for i, m := range c.Models {
 		if m.Name == "" {

@@ -135,6 +135,5 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if len(body) <= g.cfg.StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}
-	streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
-	return nil
+	return g.serve(c, sreq)
 }

@@ -35,8 +35,7 @@ func (g *Gateway) chatCompletions(c echo.Context) error {
 	if req.N > 1 {
 		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil // n > 1 is tunnel-only
 	}
-	streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
-	return nil
+	return g.serve(c, sreq)
 }
 
 // responses serves POST /v1/responses.
@@ -67,8 +66,7 @@ func (g *Gateway) responses(c echo.Context) error {
 		}
 		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil
 	}
-	streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
-	return nil
+	return g.serve(c, sreq)
 }
 
 // tunnelOnly serves OpenAI endpoints that only tunnel (embeddings, legacy
@@ -97,8 +95,7 @@ func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
 		}
 		sreq := g.baseRequest(c, streamgate.SurfaceTunnelOnly, *head.Model, body, nil, path)
 		sreq.Need, sreq.Stream = streamgate.NeedTunnel, head.Stream != nil && *head.Stream
-		streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
-		return nil
+		return g.serve(c, sreq)
 	}
 }
 

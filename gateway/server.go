@@ -23,7 +23,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = g.httpError
-	e.Use(g.recoverPanics, g.observe, g.authenticate)
+	e.Use(g.accessLog, g.recoverPanics, g.observe, g.authenticate)
 
 	e.POST("/v1/chat/completions", g.chatCompletions)
 	e.POST("/v1/responses", g.responses)
@@ -139,7 +139,9 @@ func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if p == "/openapi.yaml" {
 			return next(c)
 		}
-		switch g.auth.check(c.Request()) {
+		result, keyID := g.auth.check(c.Request())
+		access(c).KeyID = keyID
+		switch result {
 		case authOK:
 			return next(c)
 		case authThrottled:

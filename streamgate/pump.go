@@ -185,6 +185,9 @@ func (ar *attemptRun) finishOut(p []byte) error {
 // event handles one normalized event; non-nil when the attempt ended.
 func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 	rt := ar.rt
+	if ev.Usage != nil {
+		rt.sum.Usage = ev.Usage
+	}
 	switch ev.Type {
 	case execution.EventTypeDelta, execution.EventTypeMessage:
 		if len(ev.ToolCalls) > 0 {

@@ -37,7 +37,15 @@ type responder struct {
 	heldCount int
 	lastTail  [2]byte // the last two bytes written, for clean-boundary checks
 	written   int64
-	failed    error // a write failed: the client is gone or too slow
+	failed    error     // a write failed: the client is gone or too slow
+	commitAt  time.Time // when the first byte went out
+}
+
+// committedAt is when the response committed (zero: not yet).
+func (r *responder) committedAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commitAt
 }
 
 // newResponder writes through w (so a wrapper such as echo's keeps
@@ -104,7 +112,7 @@ func (r *responder) writeLocked(p []byte) error {
 			r.status = http.StatusOK
 		}
 		r.w.WriteHeader(validStatus(r.status))
-		r.state = StreamOpen
+		r.state, r.commitAt = StreamOpen, time.Now()
 	}
 	if r.writeTimeout > 0 {
 		if err := r.rc.SetWriteDeadline(time.Now().Add(r.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -219,7 +227,7 @@ func (r *responder) respond(status int, h http.Header, body []byte) error {
 			r.w.Header()[k] = v
 		}
 		r.w.WriteHeader(validStatus(status))
-		r.state = TerminalCommitted
+		r.state, r.commitAt = TerminalCommitted, time.Now()
 		return nil
 	}
 	err := r.writeLocked(body)

@@ -105,12 +105,35 @@ type Request struct {
 	RebuildForModel func(model string) (Work, error)
 }
 
-// Serve runs one request to its end, writing the response to w.
-func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) {
-	rt := &runtime{cfg: cfg, req: req, resp: newResponder(w, cfg.WriteTimeout), obs: newRecoveryObserver(cfg.Log)}
+// Summary is what one request came to, for the access log: no prompt,
+// no response text, no credential.
+type Summary struct {
+	Attempts  int                   // attempts started (first + replays and failovers)
+	Fallbacks int                   // moves to a fallback model
+	Model     string                // the model of the last attempt (the one that answered, if any)
+	Provider  string                // its provider, "<node_id>/<provider_id>"
+	Path      string                // its execution path
+	Outcome   string                // ok, client_cancelled, or the typed error code the client got
+	FirstByte time.Duration         // from the start to the first byte written (0: none)
+	Usage     *execution.TokenUsage // as the upstream reported it; nil when it did not
+}
+
+// Serve runs one request to its end, writing the response to w, and
+// says what it came to.
+func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) Summary {
+	rt := &runtime{cfg: cfg, req: req, resp: newResponder(w, cfg.WriteTimeout), obs: newRecoveryObserver(cfg.Log),
+		start: time.Now()}
 	end := cfg.Budget.Begin()
 	defer end()
 	rt.run(ctx)
+	rt.sum.Attempts = rt.attempts
+	if at := rt.resp.committedAt(); !at.IsZero() {
+		rt.sum.FirstByte = at.Sub(rt.start)
+	}
+	if rt.sum.Outcome == "" {
+		rt.sum.Outcome = "ok"
+	}
+	return rt.sum
 }
 
 // runtime is one request's state. Not safe for concurrent use (the hold
@@ -129,6 +152,8 @@ type runtime struct {
 	cyclePath     string      // its execution path
 	cur           *attemptRun // the latest attempt (the one that committed, if any)
 	lastFail      *outcome    // the last failed attempt, answered if no other attempt can start
+	start         time.Time
+	sum           Summary
 }
 
 func (rt *runtime) run(ctx context.Context) {
@@ -153,6 +178,7 @@ func (rt *runtime) run(ctx context.Context) {
 			return
 		}
 		rt.attempts++
+		rt.sum.Model, rt.sum.Provider, rt.sum.Path = att.Model(), att.ProviderID(), pathOf(att.Kind())
 		out := rt.pump(ctx, att)
 		att.Close()
 		rt.endBudget()
@@ -190,6 +216,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		}
 		dreq.Model, dreq.Work = model, work
 		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = "", false
+		rt.sum.Fallbacks++
 		return true
 	}
 	return false

@@ -19,8 +19,14 @@ import (
 func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 	if ctx.Err() != nil {
 		clientCancelledTotal.Inc()
+		rt.sum.Outcome = "client_cancelled"
 		return
 	}
+	defer func() {
+		if rt.sum.Outcome == "" {
+			rt.sum.Outcome = "error"
+		}
+	}()
 	switch rt.resp.State() {
 	case TerminalCommitted:
 		return
@@ -29,6 +35,7 @@ func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 		return
 	}
 	code, typ, msg := inBand(e, o)
+	rt.sum.Outcome = closedCode(code)
 	terminalsTotal.WithLabelValues(string(StreamOpen), closedCode(code)).Inc()
 	var b []byte
 	boundary := "\n\n"
@@ -66,6 +73,7 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 	if e == nil && o != nil && o.errBody != nil {
 		// The upstream's own error answer, verbatim.
 		terminalsTotal.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()
+		rt.sum.Outcome = "upstream_error"
 		_ = rt.resp.respond(o.upstream.Status, o.errHead, o.errBody)
 		return
 	}
@@ -73,6 +81,7 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 		e = outcomeError(o)
 	}
 	terminalsTotal.WithLabelValues(string(TransportUncommitted), closedCode(e.Code)).Inc()
+	rt.sum.Outcome = closedCode(e.Code)
 	h, body := errorResponse(rt.req.Surface, e)
 	if rt.req.RequestID != "" {
 		h.Set("X-Request-Id", rt.req.RequestID)

@@ -82,6 +82,8 @@ func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
 		}
 	case execution.FrameTypeBody:
 		return ar.tunnelBody(f.Body)
+	case execution.FrameTypeUsage:
+		rt.sum.Usage = f.Usage
 	case execution.FrameTypeEnd:
 		return ar.tunnelEnd()
 	case execution.FrameTypeError:

@@ -208,7 +208,16 @@ func TestClientAuth(t *testing.T) {
 	for range 5 {
 		do("/v1/chat/completions", "sk-bad")
 	}
-	if code, b := do("/v1/chat/completions", "sk-good"); code != 429 {
-		t.Fatalf("after repeated failures: %d %s", code, b)
+	// Failures are limited per address; a valid key from the same
+	// address still passes (one misconfigured client behind a shared
+	// proxy must not lock out the others).
+	if code, b := do("/v1/chat/completions", "sk-bad"); code != 429 {
+		t.Fatalf("a bad key after repeated failures: %d %s", code, b)
+	}
+	for range 1000 {
+		do("/v1/models", "sk-bad")
+	}
+	if code, b := do("/v1/chat/completions", "sk-good"); code != 200 {
+		t.Fatalf("a valid key after 1,000 failures from its address: %d %s", code, b)
 	}
 }

@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/iopgw/iop/streamgate"
+)
+
+// accessKey is the echo context key of a request's accessInfo.
+const accessKey = "iop.access"
+
+// accessInfo is what handlers tell the access log about a request.
+type accessInfo struct {
+	RequestID string
+	KeyID     string
+	Model     string // the model the client asked for
+	Sum       *streamgate.Summary
+}
+
+func access(c echo.Context) *accessInfo {
+	if a, ok := c.Get(accessKey).(*accessInfo); ok {
+		return a
+	}
+	a := &accessInfo{}
+	c.Set(accessKey, a)
+	return a
+}
+
+// serve runs a request through the runtime and records its summary for
+// the access log.
+func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
+	a := access(c)
+	a.RequestID, a.Model = sreq.RequestID, sreq.Model
+	sum := streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
+	a.Sum = &sum
+	return nil
+}
+
+// The access log modes (log.access).
+const (
+	AccessAll    = "all"
+	AccessErrors = "errors"
+	AccessOff    = "off"
+)
+
+// accessLog writes one structured line per API request: request and key
+// ids, route, models asked and answered, provider, status, outcome,
+// attempts, fallbacks, time to first byte, duration and token usage —
+// never prompt or response text, never a key.
+func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		mode := g.cfg.Log.Access
+		if mode == AccessOff {
+			return err
+		}
+		status := c.Response().Status
+		if he, ok := err.(*echo.HTTPError); ok {
+			status = he.Code
+		}
+		a := access(c)
+		outcome := "ok"
+		if a.Sum != nil {
+			outcome = a.Sum.Outcome
+		} else if status >= 400 {
+			outcome = "http_" + http.StatusText(status)
+		}
+		failed := status >= 400 || outcome != "ok"
+		if !failed && (mode == AccessErrors || g.cfg.Log.AccessSample < 1 && rand.Float64() >= g.cfg.Log.AccessSample) {
+			return err
+		}
+		attrs := []slog.Attr{
+			slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
+			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
+			slog.String("outcome", outcome), slog.String("model", clipID(a.Model)),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", clientAddr(c.Request())),
+		}
+		if s := a.Sum; s != nil {
+			attrs = append(attrs, slog.String("model_answered", clipID(s.Model)), slog.String("provider", s.Provider),
+				slog.String("path", s.Path), slog.Int("attempts", s.Attempts), slog.Int("fallbacks", s.Fallbacks),
+				slog.Int64("ttfb_ms", s.FirstByte.Milliseconds()))
+			if u := s.Usage; u != nil {
+				attrs = append(attrs, slog.Int64("prompt_tokens", u.PromptTokens), slog.Int64("completion_tokens", u.CompletionTokens),
+					slog.Int64("total_tokens", u.TotalTokens))
+			}
+		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		g.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
+		return err
+	}
+}
