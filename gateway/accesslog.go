@@ -3,7 +3,7 @@ package gateway
 import (
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -69,7 +69,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if a.Sum != nil {
 			outcome = a.Sum.Outcome
 		} else if status >= 400 {
-			outcome = "http_" + http.StatusText(status)
+			outcome = "http_" + strconv.Itoa(status)
 		}
 		failed := status >= 400 || outcome != "ok"
 		if !failed && (mode == AccessErrors || g.cfg.Log.AccessSample < 1 && rand.Float64() >= g.cfg.Log.AccessSample) {
