@@ -58,7 +58,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	path := fs.String("config", "", "dev configuration (YAML with gateway: and node: sections); see configs/dev-*.yaml")
 	listen := fs.String("listen", "", "public HTTP address (default 127.0.0.1:8080)")
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return parseError(err)
 	}
 	cfg := defaultDevConfig()
 	if err := konfig.Load(*path, &cfg); err != nil {

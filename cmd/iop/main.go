@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,12 +36,28 @@ func exitCode(err error) int {
 // errUsage reports a command-line mistake; the usage text was printed.
 var errUsage = errors.New("usage")
 
+// errHelped ends a command whose help was asked for and printed: exit 0.
+var errHelped = errors.New("help printed")
+
+// parseError maps a flag parsing error: -h/--help printed the command's
+// help (success), anything else is a usage mistake.
+func parseError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return errHelped
+	}
+	return errUsage
+}
+
 // Main is the real entry point: it runs the subcommand named by args[0]
 // until it finishes or ctx is cancelled.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
 		return errUsage
+	}
+	switch args[0] {
+	case "--version", "-version", "-v":
+		return runVersion(ctx, nil, stdout, stderr)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -52,7 +69,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return errUsage
 	}
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	if err := cmd.run(ctx, args[1:], stdout, stderr); !errors.Is(err, errHelped) {
+		return err
+	}
+	return nil
 }
 
 type command struct {

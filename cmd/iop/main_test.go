@@ -93,3 +93,18 @@ func TestDevConfigsLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionAndHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := Main(context.Background(), []string{"--version"}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "iop ") {
+		t.Fatalf("--version: %v %q", err, out.String())
+	}
+	for _, cmd := range []string{"gateway", "node", "dev", "status", "version"} {
+		if err := Main(context.Background(), []string{cmd, "--help"}, io.Discard, io.Discard); err != nil {
+			t.Errorf("%s --help: %v, want success", cmd, err)
+		}
+	}
+	if err := Main(context.Background(), []string{"gateway", "--no-such-flag"}, io.Discard, io.Discard); !errors.Is(err, errUsage) {
+		t.Fatalf("a wrong flag: %v", err)
+	}
+}

@@ -17,7 +17,7 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "node configuration file (YAML); IOP_* environment variables override it")
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return parseError(err)
 	}
 	cfg, err := nodeagent.LoadConfig(*path)
 	if err != nil {

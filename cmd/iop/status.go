@@ -26,7 +26,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	token := fs.String("token", os.Getenv("IOP_ADMIN_TOKEN"), "admin bearer token (default $IOP_ADMIN_TOKEN)")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return parseError(err)
 	}
 	var body struct {
 		Providers []gateway.ProviderSnapshot `json:"providers"`
