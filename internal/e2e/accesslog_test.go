@@ -1,35 +1,20 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/nodeagent"
 )
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// records returns the log records with the given message.
-func (l *lockedBuf) records(t *testing.T, msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// records returns the JSON log records with the given message.
+func (l *syncLog) records(msg string) []map[string]any {
 	var out []map[string]any
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(l.String(), "\n") {
 		var r map[string]any
 		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
 			out = append(out, r)
@@ -43,7 +28,7 @@ func (l *lockedBuf) records(t *testing.T, msg string) []map[string]any {
 // attempts, time to first byte and usage — and no prompt, answer, key or
 // upstream address.
 func TestAccessLog(t *testing.T) {
-	logs := &lockedBuf{}
+	logs := &syncLog{}
 	c := Start(t, Options{Log: slog.New(slog.NewJSONHandler(logs, nil)), Gateway: func(g *gateway.Config) {
 		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-secret-key")}}
 	}, Nodes: []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{Sim("sim-a", nodeagent.SimConfig{})}}}}, nil)
@@ -64,9 +49,9 @@ func TestAccessLog(t *testing.T) {
 	if code := send("sk-wrong", "iop-sim"); code != 401 {
 		t.Fatalf("status %d", code)
 	}
-	recs := logs.records(t, "request")
+	recs := logs.records("request")
 	if len(recs) != 2 {
-		t.Fatalf("%d access log lines, want 2: %s", len(recs), logs.b.String())
+		t.Fatalf("%d access log lines, want 2: %s", len(recs), logs.String())
 	}
 	ok, denied := recs[0], recs[1]
 	for k, want := range map[string]any{"key_id": "team-a", "route": "/v1/chat/completions", "status": 200.0, "outcome": "ok",
@@ -81,7 +66,7 @@ func TestAccessLog(t *testing.T) {
 	if denied["status"] != 401.0 || denied["key_id"] != "" {
 		t.Errorf("denied line %v", denied)
 	}
-	all := logs.b.String()
+	all := logs.String()
 	for _, secret := range []string{"sentinel-prompt-text", "sk-secret-key", "sk-wrong", "You said", c.WallURL} {
 		if strings.Contains(all, secret) {
 			t.Errorf("the log holds %q", secret)
