@@ -31,6 +31,9 @@ type ProviderPoolDispatchRequest struct {
 	// AllowAvoidedProviderFallback permits the avoided provider when no
 	// alternate exists and it remains runtime eligible.
 	AllowAvoidedProviderFallback bool
+	// Exclude are edge provider ids never selected for this request (they
+	// already failed it).
+	Exclude []string
 }
 
 // providerKey identifies a provider on one connection.
@@ -273,6 +276,9 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, 
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
+		if slices.Contains(req.Exclude, pp.key.edgeID()) {
+			continue
+		}
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
 			avoided = pp
 			continue
@@ -466,6 +472,9 @@ func (p *Pool) Candidates(req ProviderPoolDispatchRequest) streamgate.Candidates
 	alt := 0
 	avoided := false
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
+		if slices.Contains(req.Exclude, pp.key.edgeID()) {
+			continue
+		}
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
 			avoided = true
 			continue

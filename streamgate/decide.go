@@ -3,6 +3,7 @@ package streamgate
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/iopgw/iop/codec/openai"
@@ -36,8 +37,20 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 // stalled provider) or end the request with a typed terminal.
 func (rt *runtime) stallCycle(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
 	state := rt.resp.State()
-	cand := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, AvoidProviderID: o.providerID,
-		AllowAvoidedProviderFallback: o.health == "available"})
+	next := *dreq
+	next.AvoidProviderID, next.AllowAvoidedProviderFallback = o.providerID, o.health == "available"
+	cand := rt.cfg.Dispatcher.Candidates(next)
+	if cand.Alternates == 0 && state == TransportUncommitted {
+		// No other provider of this model: the next fallback model gets
+		// the request before the stalled provider does again (a provider
+		// silent for a whole stall timeout is the worst candidate).
+		if fb := *dreq; rt.fallback(&fb) {
+			// Still avoiding the stalled provider, which may serve the
+			// fallback model too (the contract's evidence rule holds).
+			fb.AvoidProviderID, fb.AllowAvoidedProviderFallback = o.providerID, o.health == "available"
+			next, cand = fb, rt.cfg.Dispatcher.Candidates(fb)
+		}
+	}
 	eligibility := rt.stallEligibility(ctx, o, state, cand)
 	// The contract's recovery rows carry provider_health=unknown: health
 	// lives in this request-local state, not in the observation.
@@ -53,8 +66,7 @@ func (rt *runtime) stallCycle(ctx context.Context, o outcome, dreq *DispatchRequ
 	}
 	rt.cyclePending, rt.cyclePath = true, o.path
 	replaysTotal.WithLabelValues(ReasonPreCommitStall).Inc()
-	dreq.AvoidProviderID = o.providerID
-	dreq.AllowAvoidedProviderFallback = o.health == "available"
+	*dreq = next
 	return true
 }
 
@@ -124,7 +136,8 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 		return false
 	}
 	next := *dreq
-	alternates := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, AvoidProviderID: o.providerID}).Alternates
+	failed := append(slices.Clone(dreq.Exclude), o.providerID)
+	alternates := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed}).Alternates
 	sameProviderOK := reason == ReasonTransport || reason == ReasonUnavailable
 	switch {
 	case reason == ReasonContextLength:
@@ -133,7 +146,8 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 			return false
 		}
 	case alternates > 0:
-		next.AvoidProviderID, next.AllowAvoidedProviderFallback = o.providerID, sameProviderOK
+		// Another provider of the model not yet failed in this request.
+		next.AvoidProviderID, next.AllowAvoidedProviderFallback, next.Exclude = "", false, failed
 	case rt.fallback(&next):
 		// The model's next fallback.
 	case sameProviderOK:

@@ -58,6 +58,7 @@ type fakeDispatcher struct {
 	attempts  []*fakeAttempt
 	requests  []DispatchRequest
 	cands     Candidates
+	candsFor  func(DispatchRequest) Candidates // overrides cands when set
 	dispatchF func(ctx context.Context) error
 }
 
@@ -79,7 +80,12 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (Att
 	return a, nil
 }
 
-func (d *fakeDispatcher) Candidates(DispatchRequest) Candidates { return d.cands }
+func (d *fakeDispatcher) Candidates(r DispatchRequest) Candidates {
+	if d.candsFor != nil {
+		return d.candsFor(r)
+	}
+	return d.cands
+}
 
 func ev(e execution.RunEvent) Item { return Item{Event: &e} }
 

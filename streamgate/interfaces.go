@@ -103,6 +103,10 @@ type DispatchRequest struct {
 	// AllowAvoidedProviderFallback permits the avoided provider when no
 	// alternate exists and it remains runtime eligible.
 	AllowAvoidedProviderFallback bool
+	// Exclude are providers that already failed this request on this
+	// model: none of them is selected (a set, so a model with several
+	// providers is tried through and then falls back).
+	Exclude []string
 }
 
 // Candidates describes who could serve a dispatch right now, ignoring

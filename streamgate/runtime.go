@@ -215,7 +215,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 			continue
 		}
 		dreq.Model, dreq.Work = model, work
-		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = "", false
+		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback, dreq.Exclude = "", false, nil
 		rt.sum.Fallbacks++
 		return true
 	}
