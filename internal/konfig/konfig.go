@@ -7,6 +7,7 @@ package konfig
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -53,10 +54,18 @@ func Load(path string, out any) error {
 		}
 		src = path
 	}
+	known := keysOf(reflect.TypeOf(out))
 	envp := env.Provider(".", env.Opt{
 		Prefix: EnvPrefix,
 		TransformFunc: func(key, v string) (string, any) {
-			return EnvKey(key), v
+			// Only variables that name a configuration key are read: an
+			// unrelated IOP_BIN or IOP_DEBUG in the environment is ignored,
+			// not a configuration error.
+			k := EnvKey(key)
+			if !known.has(k) {
+				return "", nil
+			}
+			return k, v
 		},
 	})
 	if err := k.Load(envp, nil); err != nil {
@@ -75,4 +84,59 @@ func Load(path string, out any) error {
 		return fmt.Errorf("config %s: %w", src, err)
 	}
 	return nil
+}
+
+// keySet holds a struct's configuration keys: exact keys, and prefixes
+// under which any key is accepted (maps and lists).
+type keySet struct {
+	exact, open map[string]bool
+}
+
+func (k keySet) has(key string) bool {
+	if k.exact[key] {
+		return true
+	}
+	for p := range k.open {
+		if strings.HasPrefix(key, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// keysOf lists the koanf keys of a struct type (through pointers).
+func keysOf(t reflect.Type) keySet {
+	ks := keySet{exact: map[string]bool{}, open: map[string]bool{}}
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("koanf")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			key := prefix + tag
+			ks.exact[key] = true
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch ft.Kind() {
+			case reflect.Struct:
+				if ft.String() != "time.Duration" {
+					walk(ft, key+".")
+				}
+			case reflect.Map, reflect.Slice:
+				ks.open[key] = true
+			}
+		}
+	}
+	walk(t, "")
+	return ks
 }

@@ -96,3 +96,26 @@ func TestExpandEnv(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// TestUnrelatedEnvironmentIsIgnored: an IOP_ variable that names no key
+// (IOP_BIN from a build script, say) is ignored; one that does is read.
+func TestUnrelatedEnvironmentIsIgnored(t *testing.T) {
+	type cfg struct {
+		Listen string `koanf:"listen"`
+		Log    struct {
+			Level string `koanf:"level"`
+		} `koanf:"log"`
+		Headers map[string]string `koanf:"headers"`
+	}
+	t.Setenv("IOP_BIN", "/usr/local/bin/iop")
+	t.Setenv("IOP_LOG__LEVEL", "debug")
+	t.Setenv("IOP_LISTEN", "0.0.0.0:9")
+	t.Setenv("IOP_HEADERS__X_TEAM", "a")
+	var c cfg
+	if err := Load("", &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.Level != "debug" || c.Listen != "0.0.0.0:9" || c.Headers["x_team"] != "a" {
+		t.Fatalf("loaded %+v", c)
+	}
+}
