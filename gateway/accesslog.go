@@ -79,7 +79,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
 			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
 			slog.String("outcome", outcome), slog.String("model", clipID(a.Model)),
-			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", clientAddr(c.Request())),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.clientAddr(c.Request())),
 		}
 		if s := a.Sum; s != nil {
 			attrs = append(attrs, slog.String("model_answered", clipID(s.Model)), slog.String("provider", s.Provider),

@@ -153,8 +153,8 @@ func (p *Pool) SetNodeState(nodeID string, gen uint64, state string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := nodeGen{nodeID, gen}
-	if p.nodeState[k] == NodeDraining && state != NodeDraining {
-		return // draining is final for the connection
+	if cur := p.nodeState[k]; cur == state || cur == NodeDraining {
+		return // unchanged (every heartbeat answer lands here), or draining, which is final
 	}
 	if state == "" {
 		delete(p.nodeState, k)

@@ -1,10 +1,10 @@
 package streamgate
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
@@ -37,5 +37,14 @@ func tunnelTypedError(s Surface, contentType string, seq int64, code, typ, msg s
 	return (&openai.Error{Type: typ, Code: code, Message: msg}).SSE()
 }
 
-func isSSE(ct string) bool    { return bytes.Contains(bytes.ToLower([]byte(ct)), []byte("event-stream")) }
-func isNDJSON(ct string) bool { return bytes.Contains(bytes.ToLower([]byte(ct)), []byte("ndjson")) }
+// isSSE and isNDJSON classify a content type as the shared event reader
+// does.
+func isSSE(ct string) bool {
+	f, stream := eventstream.FormatFor(ct)
+	return stream && f == eventstream.FormatSSE
+}
+
+func isNDJSON(ct string) bool {
+	f, stream := eventstream.FormatFor(ct)
+	return stream && f == eventstream.FormatNDJSON
+}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -106,7 +107,7 @@ type toolCallChunk struct {
 
 // handle processes one SSE event. It reports done on [DONE].
 func (st *streamState) handle(ev eventstream.Event, emit *execution.Emitter) (bool, error) {
-	data := trimSpace(ev.Data)
+	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 {
 		return false, nil
 	}
@@ -171,14 +172,4 @@ func (st *streamState) flush(emit *execution.Emitter) {
 	if ev.HasContent() {
 		emit.Emit(ev)
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r' || b[len(b)-1] == '\n') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
