@@ -32,6 +32,7 @@ type Config struct {
 	Admin   AdminConfig   `koanf:"admin"`
 	Limits  LimitsConfig  `koanf:"limits"`
 	Queue   QueueConfig   `koanf:"queue"`
+	Retry   RetryConfig   `koanf:"retry"`
 	Models  []ModelConfig `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
 	Providers  []ProviderPolicy `koanf:"providers"`
@@ -169,6 +170,7 @@ type ModelConfig struct {
 	Name      string      `koanf:"name"`
 	Fallbacks []string    `koanf:"fallbacks"`
 	Queue     QueueConfig `koanf:"queue"`
+	Retry     RetryConfig `koanf:"retry"`
 }
 
 // ProviderPolicy tunes one provider (by provider id).
@@ -180,15 +182,12 @@ type ProviderPolicy struct {
 
 // StreamGateConfig configures the request runtime.
 type StreamGateConfig struct {
-	MaxAttempts      int           `koanf:"max_attempts"`       // default 3
+	MaxAttempts      int           `koanf:"max_attempts"`       // per request, over every model; default 10
 	SnapshotMaxBytes int           `koanf:"snapshot_max_bytes"` // default 8 MiB
 	BudgetRatio      float64       `koanf:"budget_ratio"`       // default 0.2
 	BudgetMin        int           `koanf:"budget_min"`         // default 3
 	HoldMaxDelay     time.Duration `koanf:"hold_max_delay"`     // commit hold; default 0 (off)
 	HoldMaxEvents    int           `koanf:"hold_max_events"`    // commit hold; default 0 (off)
-	BackoffBase      time.Duration `koanf:"backoff_base"`       // default 100ms
-	BackoffMax       time.Duration `koanf:"backoff_max"`        // default 2s
-	MaxRetryAfter    time.Duration `koanf:"max_retry_after"`    // default 5s
 	// BackstopMargin is how long past a provider's stall timeout the edge
 	// waits on a silent attempt (a frozen or hostile node) before ending it
 	// itself. Default 15s.
@@ -231,7 +230,7 @@ func DefaultConfig() Config {
 		Limits: LimitsConfig{MaxBodyBytes: 16 << 20, MaxHeaderBytes: 64 << 10, MaxDepth: 64, MaxMessages: 4096,
 			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, WriteTimeout: 60 * time.Second},
 		Queue:      QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
-		StreamGate: StreamGateConfig{MaxAttempts: 3, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second, MaxRetryAfter: 5 * time.Second},
+		StreamGate: StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
 		Overlay:    OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
 		Log:        LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
 		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
@@ -330,9 +329,19 @@ func (c *Config) Validate() error {
 	if c.Log.AccessSample < 0 || c.Log.AccessSample > 1 {
 		bad("log.access_sample", "must be between 0 and 1")
 	}
+	if err := c.Retry.validate("retry"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.StreamGate.MaxAttempts < 1 {
+		bad("streamgate.max_attempts", "must be at least 1")
+	}
 	for i, m := range c.Models {
+		key := fmt.Sprintf("models[%d]", i)
 		if m.Name == "" {
-			bad(fmt.Sprintf("models[%d].name", i), "required")
+			bad(key+".name", "required")
+		}
+		if err := m.Retry.validate(key + ".retry"); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -99,8 +99,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	sg := streamgate.Config{
 		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
-		Hold:        streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
-		BackoffBase: cfg.StreamGate.BackoffBase, BackoffMax: cfg.StreamGate.BackoffMax, MaxRetryAfter: cfg.StreamGate.MaxRetryAfter,
+		Hold:           streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
+		Policy:         cfg.RetryPolicy,
 		BackstopMargin: cfg.StreamGate.BackstopMargin,
 		Budget:         streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock),
 	}.WithDefaults()

@@ -2,11 +2,14 @@ package streamgate
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
 )
 
 // next decides what follows an attempt's outcome: another attempt (dreq
@@ -18,8 +21,6 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 	case outCancelled:
 		clientCancelledTotal.Inc()
 		return false
-	case outStall:
-		return rt.stallCycle(ctx, o, dreq)
 	case outShutdown:
 		rt.fail(ctx, &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "server_shutting_down",
 			Message: "The gateway is shutting down; the response is incomplete. Please retry."}, &o)
@@ -32,172 +33,262 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 	return rt.failover(ctx, o, dreq)
 }
 
-// stallCycle is one liveness recovery cycle: decide eligibility for exact
-// replay, record it, and either re-admit through the pool (avoiding the
-// stalled provider) or end the request with a typed terminal.
-func (rt *runtime) stallCycle(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
-	state := rt.resp.State()
+// replayGate is the contract's exact-replay gate, for every pre-commit
+// failure (stall or not): "" when a replay may be considered, else the
+// eligibility that forbids it. Candidates and budget come after it.
+func replayGate(committed, cancelled, sideEffect, snapshot bool, o outcome) string {
+	switch {
+	case committed:
+		return EligibilityPostCommit
+	case cancelled:
+		return EligibilityCallerCancelled
+	case sideEffect:
+		return EligibilityToolSideEffect
+	case o.kind == outStall && !o.confirmed && o.fenceSeen:
+		return EligibilityUnconfirmedFence
+	case o.kind == outStall && !o.confirmed:
+		return EligibilityNoOwner
+	case !snapshot:
+		return EligibilityOther
+	}
+	return ""
+}
+
+// route is where a failed request goes next.
+type route int
+
+const (
+	routeEnd      route = iota // the client gets the failure
+	routeOther                 // another provider of the model, at once
+	routeSame                  // the same provider again, after a backoff
+	routeFallback              // the next fallback model, at once
+)
+
+// failover handles a pre-commit failure under the model's retry policy:
+// retries on the model (another provider not yet failed in this request
+// first, the same provider after a backoff when it is the only one), then
+// the fallback chain, each move through the contract's gate, the
+// request's attempt cap and the shared budget. What cannot move on is
+// answered: the upstream's own error, or a typed one naming what ran out.
+func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
+	rt.lastFail = &o
+	class := classify(o)
+	stall := o.kind == outStall
+	elig := replayGate(rt.resp.State() != TransportUncommitted, ctx.Err() != nil, rt.sawToolCall || rt.req.SideEffects,
+		rt.req.Snapshot != nil, o)
 	next := *dreq
-	next.AvoidProviderID, next.AllowAvoidedProviderFallback = o.providerID, o.health == "available"
-	cand := rt.cfg.Dispatcher.Candidates(next)
-	if cand.Alternates == 0 && state == TransportUncommitted {
-		// No other provider of this model: the next fallback model gets
-		// the request before the stalled provider does again (a provider
-		// silent for a whole stall timeout is the worst candidate).
-		if fb := *dreq; rt.fallback(&fb) {
-			// Still avoiding the stalled provider, which may serve the
-			// fallback model too (the contract's evidence rule holds).
-			fb.AvoidProviderID, fb.AllowAvoidedProviderFallback = o.providerID, o.health == "available"
-			next, cand = fb, rt.cfg.Dispatcher.Candidates(fb)
+	r, wait := routeEnd, time.Duration(0)
+	if elig == "" && class != ClassNone {
+		r, wait = rt.route(class, rt.policy(dreq.Model), o, &next)
+		if r == routeEnd && stall {
+			elig = EligibilityNoCandidate
+			if o.health != string(execution.HealthAvailable) {
+				elig = EligibilitySameProviderForbidden
+			}
 		}
 	}
-	eligibility := rt.stallEligibility(ctx, o, state, cand)
+	var exhausted *openai.Error
+	if r != routeEnd {
+		if exhausted = rt.takeBudget(o); exhausted != nil {
+			r, elig = routeEnd, EligibilityBudgetExhausted
+		}
+	}
+	if stall {
+		rt.stallObserved(o, cmpOr(elig, EligibilityEligible))
+	}
+	if r == routeEnd {
+		rt.failEnd(ctx, exhausted, o)
+		return false
+	}
+	rt.countMove(r, class)
+	if wait > 0 && !rt.sleep(ctx, wait) {
+		clientCancelledTotal.Inc()
+		rt.sum.Outcome = "client_cancelled"
+		return false
+	}
+	*dreq = next
+	return true
+}
+
+// route decides the next move for a retryable (or fallback-able) class,
+// updating dreq. It never takes budget.
+func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *DispatchRequest) (route, time.Duration) {
+	failed := append(slices.Clone(dreq.Exclude), o.providerID)
+	available := o.health == string(execution.HealthAvailable)
+	onModel := pol.RetryOn.Has(class) && rt.modelRetries < pol.Retries
+	switch class {
+	case ClassContentPolicy:
+		if !pol.FallbackOnContentPolicy {
+			return routeEnd, 0
+		}
+		onModel = false
+	case ClassContextLength:
+		onModel = false
+	}
+	ra := retryAfter(o)
+	if ra > pol.MaxRetryAfter {
+		// The provider asked for more time than we wait: not again here.
+		onModel = onModel && rt.others(dreq, failed) > 0
+	}
+	if onModel && rt.others(dreq, failed) > 0 {
+		rt.modelRetries++
+		dreq.Exclude = failed
+		if class == ClassStall {
+			// The contract's re-admission: the stalled provider is avoided,
+			// kept only on exact available evidence.
+			dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
+			dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, available
+		}
+		return routeOther, 0
+	}
+	if onModel && class != ClassStall {
+		rt.modelRetries++
+		dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
+		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = "", false
+		return routeSame, max(pol.backoff(rt.modelRetries, class), ra)
+	}
+	if rt.fallback(dreq) {
+		if class == ClassStall {
+			// A provider silent for a whole stall timeout is the worst
+			// candidate, for the fallback model too.
+			dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, available
+		}
+		return routeFallback, 0
+	}
+	if onModel && available {
+		// A stall, no other provider and no fallback left: the same
+		// provider, only on exact available evidence.
+		rt.modelRetries++
+		dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
+		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, true
+		return routeSame, 0
+	}
+	return routeEnd, 0
+}
+
+// others counts the model's eligible providers outside failed.
+func (rt *runtime) others(dreq *DispatchRequest, failed []string) int {
+	return rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed}).Alternates
+}
+
+// policy is the retry policy of model.
+func (rt *runtime) policy(model string) RetryPolicy {
+	if rt.cfg.Policy != nil {
+		return rt.cfg.Policy(model)
+	}
+	return DefaultRetryPolicy()
+}
+
+// takeBudget takes one more attempt from the request's cap and the shared
+// budget; the error names the one that ran out.
+func (rt *runtime) takeBudget(o outcome) *openai.Error {
+	if rt.attempts >= rt.cfg.MaxAttempts {
+		budgetExhaustedTotal.Inc()
+		return attemptsError(rt.cfg.MaxAttempts, o)
+	}
+	release, ok := rt.cfg.Budget.TryAcquire()
+	if !ok {
+		budgetExhaustedTotal.Inc()
+		return budgetError()
+	}
+	rt.releaseBudget = release
+	return nil
+}
+
+// failEnd answers a failure nothing more will be tried for: exhausted
+// when a cap ran out, else the failure itself.
+func (rt *runtime) failEnd(ctx context.Context, exhausted *openai.Error, o outcome) {
+	if exhausted == nil && o.kind == outStall {
+		exhausted = stalledError()
+	}
+	rt.fail(ctx, exhausted, &o)
+}
+
+// stallObserved records a stall's recovery eligibility in the contract's
+// vocabulary, and opens the cycle whose result the next dispatch gives.
+func (rt *runtime) stallObserved(o outcome, eligibility string) {
+	state := rt.resp.State()
 	// The contract's recovery rows carry provider_health=unknown: health
 	// lives in this request-local state, not in the observation.
 	rt.obs.eligibility(o.path, "unknown", state, eligibility)
 	if eligibility != EligibilityEligible {
 		rt.obs.result(o.path, "unknown", state, ResultTerminal)
-		e := stalledError()
-		if eligibility == EligibilityBudgetExhausted {
-			e = budgetError()
-		}
-		rt.fail(ctx, e, &o)
-		return false
+		return
 	}
 	rt.cyclePending, rt.cyclePath = true, o.path
-	replaysTotal.WithLabelValues(ReasonPreCommitStall).Inc()
-	*dreq = next
-	return true
 }
 
-// stallEligibility applies the gate to a stall, in the contract's
-// vocabulary. It takes a budget slot when eligible.
-func (rt *runtime) stallEligibility(ctx context.Context, o outcome, state CommitState, cand Candidates) string {
-	switch {
-	case state != TransportUncommitted:
-		return EligibilityPostCommit
-	case ctx.Err() != nil:
-		return EligibilityCallerCancelled
-	case rt.sawToolCall || rt.req.SideEffects:
-		return EligibilityToolSideEffect
-	case !o.confirmed && o.fenceSeen:
-		return EligibilityUnconfirmedFence
-	case !o.confirmed:
-		return EligibilityNoOwner
-	case rt.req.Snapshot == nil:
-		return EligibilityOther
-	case cand.Alternates == 0 && cand.AvoidedOnly && o.health != "available":
-		return EligibilitySameProviderForbidden
-	case cand.Alternates == 0 && !cand.AvoidedOnly:
-		return EligibilityNoCandidate
+// countMove records a move in metrics and the summary.
+func (rt *runtime) countMove(r route, class FailureClass) {
+	replaysTotal.WithLabelValues(reasonOf(class)).Inc()
+	if r != routeFallback {
+		rt.sum.Retries++
 	}
-	if !rt.takeBudget() {
-		return EligibilityBudgetExhausted
-	}
-	return EligibilityEligible
 }
 
-// takeBudget takes one replay from the per-request cap and the shared
-// budget.
-func (rt *runtime) takeBudget() bool {
-	if rt.attempts >= rt.cfg.MaxAttempts {
-		budgetExhaustedTotal.Inc()
-		return false
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	release, ok := rt.cfg.Budget.TryAcquire()
-	if !ok {
-		budgetExhaustedTotal.Inc()
-		return false
-	}
-	rt.releaseBudget = release
-	return true
+	return b
 }
 
-// failover handles pre-commit failures: a lost node link, a provider that
-// went away, an abnormal upstream end, 5xx and 429 move to another
-// provider of the model — or, when it has none, to its next fallback model
-// — after a jittered backoff (a 429's Retry-After honoured within bounds),
-// under the same gate and budget as a stall replay. The same provider is
-// tried again only after a lost node link or a vanished provider (no HTTP
-// answer was given); an upstream's own 5xx or 429 with nowhere else to go
-// is passed to the client unchanged, whose SDK retries it (retrying here
-// too would multiply attempts). 4xx answers are final and consume no
-// budget; context_length_exceeded may move to a fallback model, never the
-// same one.
-func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
-	rt.lastFail = &o
-	reason, retryable := failoverReason(o)
-	if o.kind == outUpstream && o.upstream != nil && o.upstream.Code == "context_length_exceeded" && len(rt.models) > 0 {
-		reason, retryable = ReasonContextLength, true
-	}
-	committed := rt.resp.State() != TransportUncommitted
-	if !retryable || committed || ctx.Err() != nil || rt.sawToolCall || rt.req.SideEffects || rt.req.Snapshot == nil {
-		rt.fail(ctx, nil, &o)
-		return false
-	}
-	next := *dreq
-	failed := append(slices.Clone(dreq.Exclude), o.providerID)
-	alternates := rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed}).Alternates
-	sameProviderOK := reason == ReasonTransport || reason == ReasonUnavailable
-	switch {
-	case reason == ReasonContextLength:
-		if !rt.fallback(&next) {
-			rt.fail(ctx, nil, &o)
-			return false
-		}
-	case alternates > 0:
-		// Another provider of the model not yet failed in this request.
-		next.AvoidProviderID, next.AllowAvoidedProviderFallback, next.Exclude = "", false, failed
-	case rt.fallback(&next):
-		// The model's next fallback.
-	case sameProviderOK:
-		next.AvoidProviderID, next.AllowAvoidedProviderFallback = o.providerID, true
-	default:
-		rt.fail(ctx, nil, &o)
-		return false
-	}
-	if !rt.takeBudget() {
-		rt.fail(ctx, budgetError(), &o)
-		return false
-	}
-	wait := rt.backoff(rt.attempts)
-	if o.upstream != nil && o.upstream.RetryAfterMS > 0 {
-		ra := time.Duration(o.upstream.RetryAfterMS) * time.Millisecond
-		if ra > rt.cfg.MaxRetryAfter {
-			rt.endBudget()
-			rt.fail(ctx, nil, &o)
-			return false
-		}
-		wait = max(wait, ra)
-	}
-	replaysTotal.WithLabelValues(reason).Inc()
-	if !rt.sleep(ctx, wait) {
-		clientCancelledTotal.Inc()
-		return false
-	}
-	*dreq = next
-	return true
-}
-
-// failoverReason classifies an outcome for failover.
-func failoverReason(o outcome) (string, bool) {
+// classify names an outcome's failure class.
+func classify(o outcome) FailureClass {
 	switch o.kind {
+	case outStall:
+		return ClassStall
+	case outFirstToken:
+		return ClassFirstTokenTimeout
 	case outTransport:
-		if o.code == "provider_unavailable" {
-			return ReasonUnavailable, true
+		if o.code == "response_stalled" {
+			// The edge's backstop: the node went silent past its own
+			// stall timeout; nothing confirms the provider stopped.
+			return ClassNone
 		}
-		return ReasonTransport, o.code != "response_stalled"
+		return ClassConnect
 	case outAbnormal:
-		return ReasonAbnormalEnd, true
+		return ClassConnect
 	case outUpstream:
-		switch s := o.upstream.Status; {
-		case s == http.StatusTooManyRequests:
-			return ReasonUpstream429, true
-		case s >= 500:
-			return ReasonUpstream5xx, true
+		u := o.upstream
+		switch {
+		case u == nil:
+			return ClassConnect
+		case u.Status == http.StatusTooManyRequests:
+			return Class429
+		case u.Status >= 500:
+			return Class5xx
+		case u.Code == "context_length_exceeded":
+			return ClassContextLength
+		case isContentPolicy(u):
+			return ClassContentPolicy
 		}
 	}
-	return "", false
+	return ClassNone
+}
+
+// isContentPolicy recognises a content-policy refusal by its code.
+func isContentPolicy(u *execution.UpstreamError) bool {
+	switch strings.ToLower(u.Code) {
+	case "content_policy_violation", "content_filter", "content_filtered", "responsible_ai_policy_violation":
+		return true
+	}
+	return false
+}
+
+// retryAfter is the upstream's Retry-After, if it gave one.
+func retryAfter(o outcome) time.Duration {
+	if o.upstream == nil {
+		return 0
+	}
+	return time.Duration(o.upstream.RetryAfterMS) * time.Millisecond
+}
+
+// reasonOf is the replay metric's reason for a class.
+func reasonOf(c FailureClass) string {
+	return [...]string{ClassNone: ReasonAbnormalEnd, Class429: ReasonUpstream429, Class5xx: ReasonUpstream5xx, ClassConnect: ReasonTransport,
+		ClassStall: ReasonPreCommitStall, ClassFirstTokenTimeout: ReasonFirstToken, ClassContextLength: ReasonContextLength,
+		ClassContentPolicy: ReasonContentPolicy}[c]
 }
 
 func stalledError() *openai.Error {
@@ -207,5 +298,24 @@ func stalledError() *openai.Error {
 
 func budgetError() *openai.Error {
 	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "retry_budget_exhausted",
-		Message: "The provider failed and the gateway's retry budget is exhausted. Please retry later."}
+		Message: "The provider failed, and the gateway-wide retry budget (shared by all requests) is exhausted. Please retry later."}
+}
+
+// attemptsError is the answer when the request's own attempt cap is
+// reached: the status of the last failure, a code of its own.
+func attemptsError(n int, o outcome) *openai.Error {
+	status := http.StatusBadGateway
+	switch {
+	case o.kind == outStall:
+		status = http.StatusGatewayTimeout
+	case o.upstream != nil && o.upstream.Status >= 400:
+		status = o.upstream.Status
+	}
+	return &openai.Error{Status: status, Type: openai.TypeUpstream, Code: "max_attempts_exceeded",
+		Message: fmt.Sprintf("The request failed on every attempt it was allowed (streamgate.max_attempts = %d); the last failure was %s.", n, classify(o))}
+}
+
+func firstTokenError() *openai.Error {
+	return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeUpstream, Code: "first_token_timeout",
+		Message: "The provider produced no output within the model's first-token timeout, and no other attempt could answer."}
 }

@@ -4,7 +4,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/iopgw/iop/execution"
 )
@@ -55,7 +54,7 @@ func TestFailedProvidersAreASet(t *testing.T) {
 		}
 		return Candidates{Alternates: 1}
 	}
-	cfg := Config{Dispatcher: d, MaxAttempts: 5, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}.WithDefaults()
+	cfg := Config{Dispatcher: d, MaxAttempts: 5}.WithDefaults()
 	w := httptest.NewRecorder()
 	Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "primary", Fallbacks: []string{"backup"}, Snapshot: []byte("{}"),
 		RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil }}, w)

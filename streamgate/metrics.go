@@ -36,6 +36,8 @@ const (
 	ReasonUnavailable    = "provider_unavailable"
 	ReasonAbnormalEnd    = "abnormal_end"
 	ReasonContextLength  = "context_length_fallback"
+	ReasonFirstToken     = "first_token_timeout"
+	ReasonContentPolicy  = "content_policy_fallback"
 )
 
 func init() {

@@ -16,18 +16,19 @@ import (
 type outKind int
 
 const (
-	outSuccess   outKind = iota // the terminal was written
-	outCancelled                // the client went away
-	outStall                    // response_stalled terminal from the node
-	outUpstream                 // the upstream answered an error
-	outTransport                // the node link failed or went silent
-	outAbnormal                 // the stream ended abnormally (cut, malformed)
-	outFiltered                 // the semantic filter blocked the output
-	outShutdown                 // the gateway's drain deadline passed
+	outSuccess    outKind = iota // the terminal was written
+	outCancelled                 // the client went away
+	outStall                     // response_stalled terminal from the node
+	outUpstream                  // the upstream answered an error
+	outTransport                 // the node link failed or went silent
+	outAbnormal                  // the stream ended abnormally (cut, malformed)
+	outFiltered                  // the semantic filter blocked the output
+	outShutdown                  // the gateway's drain deadline passed
+	outFirstToken                // no output within the first-token timeout
 )
 
 func (k outKind) String() string {
-	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered", "shutdown"}[k]
+	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered", "shutdown", "first_token_timeout"}[k]
 }
 
 // outcome is an attempt's end, with what the next decision needs.
@@ -56,7 +57,9 @@ type attemptRun struct {
 	tun     *tunnelState
 	silent  atomic.Bool
 	drained atomic.Bool
+	late    atomic.Bool // the first-token timeout fired
 	hold    Timer
+	first   Timer // the first-token timer; nil once output came
 }
 
 // pump streams one attempt to the client until it ends.
@@ -83,6 +86,10 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 		defer context.AfterFunc(d, func() { ar.drained.Store(true); closeAtt() })()
 	}
 	defer ar.stopHold()
+	if d := rt.policy(att.Model()).FirstTokenTimeout; d > 0 && rt.resp.State() == TransportUncommitted {
+		ar.first = rt.cfg.Clock.AfterFunc(d, func() { ar.late.Store(true); closeAtt() })
+		defer ar.output()
+	}
 	for {
 		it, err := att.Recv()
 		if err != nil {
@@ -134,6 +141,8 @@ func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
 		o.kind = outCancelled
 	case ar.drained.Load():
 		o.kind, o.code = outShutdown, "server_shutting_down"
+	case ar.late.Load():
+		o.kind, o.code = outFirstToken, "first_token_timeout"
 	case errors.Is(err, io.EOF):
 		o.kind, o.code = outAbnormal, "upstream_error"
 	case ar.silent.Load():
@@ -166,6 +175,14 @@ func (ar *attemptRun) out(p []byte) error {
 	return nil
 }
 
+// output marks the attempt's first output: the first-token timer stops.
+func (ar *attemptRun) output() {
+	if ar.first != nil {
+		ar.first.Stop()
+		ar.first = nil
+	}
+}
+
 func (ar *attemptRun) stopHold() {
 	if ar.hold != nil {
 		ar.hold.Stop()
@@ -190,6 +207,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 	}
 	switch ev.Type {
 	case execution.EventTypeDelta, execution.EventTypeMessage:
+		ar.output()
 		if len(ev.ToolCalls) > 0 {
 			rt.sawToolCall = true
 		}
@@ -205,6 +223,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 	case execution.EventTypeStart, execution.EventTypeUsage:
 		ar.enc.event(ev)
 	case execution.EventTypeComplete:
+		ar.output()
 		return ar.complete(ev)
 	case execution.EventTypeError, execution.EventTypeCancelled:
 		o := failureOutcome(ev.Failure)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -18,7 +17,8 @@ type Config struct {
 	Budget     *Budget
 	Clock      Clock        // default RealClock
 	Log        *slog.Logger // default discard
-	// MaxAttempts bounds attempts per request (first + replays); default 3.
+	// MaxAttempts bounds attempts per request, over every model (first +
+	// retries + fallbacks); default 10.
 	MaxAttempts int
 	// WriteTimeout bounds each write to the client; a client that stops
 	// reading is cut off and its upstream cancelled. Default 60s.
@@ -26,11 +26,9 @@ type Config struct {
 	// Hold keeps output back before commit, widening the replay window at
 	// the cost of time to first token. Zero values disable it.
 	Hold HoldConfig
-	// BackoffBase and BackoffMax shape failover backoff; defaults 100ms, 2s.
-	BackoffBase, BackoffMax time.Duration
-	// MaxRetryAfter is the longest upstream Retry-After honoured before a
-	// failover; longer ones are passed to the client. Default 5s.
-	MaxRetryAfter time.Duration
+	// Policy returns a model's retry policy; nil means DefaultRetryPolicy
+	// for every model.
+	Policy func(model string) RetryPolicy
 	// BackstopMargin is how long past a provider's stall timeout the edge
 	// waits on a silent attempt before ending it itself. Default 15s.
 	BackstopMargin time.Duration
@@ -58,19 +56,10 @@ func (c Config) WithDefaults() Config {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 3
+		c.MaxAttempts = 10
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 60 * time.Second
-	}
-	if c.BackoffBase <= 0 {
-		c.BackoffBase = 100 * time.Millisecond
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = 2 * time.Second
-	}
-	if c.MaxRetryAfter <= 0 {
-		c.MaxRetryAfter = 5 * time.Second
 	}
 	if c.BackstopMargin <= 0 {
 		c.BackstopMargin = 15 * time.Second
@@ -108,8 +97,10 @@ type Request struct {
 // Summary is what one request came to, for the access log: no prompt,
 // no response text, no credential.
 type Summary struct {
-	Attempts  int                   // attempts started (first + replays and failovers)
+	Attempts  int                   // attempts started (first + retries and fallbacks)
+	Retries   int                   // attempts again on the same model
 	Fallbacks int                   // moves to a fallback model
+	Resumes   int                   // committed streams continued on another attempt
 	Model     string                // the model of the last attempt (the one that answered, if any)
 	Provider  string                // its provider, "<node_id>/<provider_id>"
 	Path      string                // its execution path
@@ -146,6 +137,7 @@ type runtime struct {
 
 	attempts      int
 	models        []string // remaining fallback models
+	modelRetries  int      // retries taken on the current model
 	sawToolCall   bool
 	releaseBudget func()
 	cyclePending  bool        // a stall recovery cycle awaits its result
@@ -216,6 +208,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		}
 		dreq.Model, dreq.Work = model, work
 		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback, dreq.Exclude = "", false, nil
+		rt.modelRetries = 0
 		rt.sum.Fallbacks++
 		return true
 	}
@@ -276,15 +269,6 @@ func dispatchError(err error) *openai.Error {
 	}
 	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_unavailable",
 		Message: "The provider could not be reached."}
-}
-
-// backoff is the jittered delay before failover attempt n (1-based).
-func (rt *runtime) backoff(n int) time.Duration {
-	d := rt.cfg.BackoffBase << max(0, n-1)
-	if d > rt.cfg.BackoffMax || d <= 0 {
-		d = rt.cfg.BackoffMax
-	}
-	return time.Duration(float64(d) * (0.5 + rand.Float64()/2))
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.

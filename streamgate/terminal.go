@@ -105,6 +105,8 @@ func outcomeError(o *outcome) *openai.Error {
 		return stalledError()
 	case o.code == "upstream_unavailable":
 		return dispatchError(ErrDispatchFailed)
+	case o.kind == outFirstToken:
+		return firstTokenError()
 	case o.kind == outUpstream && o.upstream != nil:
 		u := o.upstream
 		typ := u.Type
@@ -125,6 +127,9 @@ func inBand(e *openai.Error, o *outcome) (code, typ, msg string) {
 	switch {
 	case o.kind == outStall || o.code == "response_stalled":
 		return "response_stalled", openai.TypeUpstream, "The provider stopped producing output; the response is incomplete."
+	case o.kind == outFirstToken:
+		e := firstTokenError()
+		return e.Code, e.Type, e.Message
 	case o.upstream != nil && o.upstream.Message != "":
 		code := o.upstream.Code
 		if code == "" {
@@ -136,7 +141,7 @@ func inBand(e *openai.Error, o *outcome) (code, typ, msg string) {
 }
 
 var knownCodes = set("response_stalled", "server_shutting_down", "upstream_error", "queue_full", "no_provider_available", "upstream_unavailable",
-	"retry_budget_exhausted", "content_filter", "context_length_exceeded", "rate_limit_exceeded")
+	"retry_budget_exhausted", "max_attempts_exceeded", "first_token_timeout", "content_filter", "context_length_exceeded", "rate_limit_exceeded")
 
 func closedCode(c string) string { return closed(knownCodes, c, "other") }
 

@@ -81,6 +81,9 @@ func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
 			rt.resp.setHead(f.Status, t.header)
 		}
 	case execution.FrameTypeBody:
+		if t.mode != tunnelError {
+			ar.output()
+		}
 		return ar.tunnelBody(f.Body)
 	case execution.FrameTypeUsage:
 		rt.sum.Usage = f.Usage
