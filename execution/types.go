@@ -65,6 +65,10 @@ type RunRequest struct {
 	Header map[string][]string
 	// Stream reports whether the client asked for a stream.
 	Stream bool
+	// Continuation marks a resumed stream: the last message is the
+	// assistant text the client already has, which the answer continues
+	// (the provider applies its prefill settings).
+	Continuation bool
 
 	// ResponseStallTimeoutMS is the provider's effective stall timeout.
 	// Zero on the wire means the node applies DefaultResponseStallTimeoutMS.

@@ -36,6 +36,7 @@ func access(c echo.Context) *accessInfo {
 func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	a := access(c)
 	a.RequestID, a.Model = sreq.RequestID, sreq.Model
+	g.withResume(sreq)
 	sum := streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
 	a.Sum = &sum
 	return nil
@@ -83,7 +84,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if s := a.Sum; s != nil {
 			attrs = append(attrs, slog.String("model_answered", clipID(s.Model)), slog.String("provider", s.Provider),
-				slog.String("path", s.Path), slog.Int("attempts", s.Attempts), slog.Int("fallbacks", s.Fallbacks),
+				slog.String("path", s.Path), slog.Int("attempts", s.Attempts), slog.Int("retries", s.Retries), slog.Int("fallbacks", s.Fallbacks), slog.Int("resumes", s.Resumes),
 				slog.Int64("ttfb_ms", s.FirstByte.Milliseconds()))
 			if u := s.Usage; u != nil {
 				attrs = append(attrs, slog.Int64("prompt_tokens", u.PromptTokens), slog.Int64("completion_tokens", u.CompletionTokens),

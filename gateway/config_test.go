@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/iopgw/iop/streamgate"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -12,8 +15,34 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "127.0.0.1:8080" || len(c.Nodes) != 1 || c.Limits.MaxBodyBytes != 16<<20 || c.StreamGate.MaxAttempts != 3 {
+	if c.Listen != "127.0.0.1:8080" || len(c.Nodes) != 1 || c.Limits.MaxBodyBytes != 16<<20 || c.StreamGate.MaxAttempts != 10 {
 		t.Fatalf("loaded %+v", c)
+	}
+	// The example spells out the defaults: loading it changes nothing.
+	if got, want := c.RetryPolicy("any"), streamgate.DefaultRetryPolicy(); got != want {
+		t.Fatalf("example retry policy %+v, default %+v", got, want)
+	}
+}
+
+// TestRetryPolicyInherits: a model's retry block overrides the gateway's
+// field by field; unset fields inherit.
+func TestRetryPolicyInherits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.yaml")
+	yaml := "retry: {retries: 1, backoff_base: 1s}\nmodels: [{name: big, retry: {retries: 0, first_token_timeout: 5s, retry_on: [connect]}}]\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, big := c.RetryPolicy("small"), c.RetryPolicy("BIG")
+	if other.Retries != 1 || other.BackoffBase != time.Second || other.FirstTokenTimeout != 0 || !other.RetryOn.Has(streamgate.Class429) {
+		t.Fatalf("gateway-wide policy %+v", other)
+	}
+	if big.Retries != 0 || big.BackoffBase != time.Second || big.FirstTokenTimeout != 5*time.Second ||
+		big.RetryOn != streamgate.RetryOnOf(streamgate.ClassConnect) {
+		t.Fatalf("model policy %+v", big)
 	}
 }
 
@@ -26,6 +55,9 @@ func TestConfigErrorsNameKeyAndFile(t *testing.T) {
 		{"bad filter", "streamgate: {filter: {enabled: true, rules: [{pattern: '(', action: block}]}}\n", "streamgate.filter"},
 		{"unknown key", "lisen: x\n", "lisen"},
 		{"wrong type", "limits: {max_body_bytes: lots}\n", "max_body_bytes"},
+		{"bad retry class", "retry: {retry_on: [4xx]}\n", "retry.retry_on"},
+		{"negative retries", "models: [{name: m, retry: {retries: -3}}]\n", "models[0].retry.retries"},
+		{"negative attempts", "streamgate: {max_attempts: -3}\n", "streamgate.max_attempts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ var _ streamgate.Dispatcher = (*dispatcher)(nil)
 // Dispatch implements [streamgate.Dispatcher].
 func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
 	l, err := d.pool.Acquire(ctx, ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
-		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude})
+		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill})
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 // Candidates implements [streamgate.Dispatcher].
 func (d *dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candidates {
 	return d.pool.Candidates(ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
-		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude})
+		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill})
 }
 
 // The client surfaces a provider may serve natively (nodes advertise

@@ -34,6 +34,9 @@ type ProviderPoolDispatchRequest struct {
 	// Exclude are edge provider ids never selected for this request (they
 	// already failed it).
 	Exclude []string
+	// Prefill selects only providers that continue an assistant prefill
+	// (a resumed stream).
+	Prefill bool
 }
 
 // providerKey identifies a provider on one connection.
@@ -276,7 +279,7 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, 
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
-		if slices.Contains(req.Exclude, pp.key.edgeID()) {
+		if slices.Contains(req.Exclude, pp.key.edgeID()) || (req.Prefill && !pp.ad.GetPrefill()) {
 			continue
 		}
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
@@ -472,7 +475,7 @@ func (p *Pool) Candidates(req ProviderPoolDispatchRequest) streamgate.Candidates
 	alt := 0
 	avoided := false
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
-		if slices.Contains(req.Exclude, pp.key.edgeID()) {
+		if slices.Contains(req.Exclude, pp.key.edgeID()) || (req.Prefill && !pp.ad.GetPrefill()) {
 			continue
 		}
 		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {

@@ -8,7 +8,7 @@ import (
 func runRequestToProto(r *execution.RunRequest, l *Lease, attemptID string) *wire.RunRequest {
 	m := &wire.RunRequest{RunId: r.RunID, AttemptId: attemptID, SessionId: r.SessionID, ProviderId: l.LocalProviderID,
 		Model: l.Target, ResponseStallTimeoutMs: l.StallTimeout.Milliseconds(), ChatBody: r.ChatBody,
-		Headers: headersToProto(r.Header), Stream: r.Stream}
+		Headers: headersToProto(r.Header), Stream: r.Stream, Continuation: r.Continuation}
 	for _, msg := range r.Messages {
 		wm := &wire.Message{Role: msg.Role, Content: msg.Content, Images: msg.Images, Name: msg.Name, ToolCallId: msg.ToolCallID}
 		for _, tc := range msg.ToolCalls {

@@ -106,6 +106,14 @@ type ProviderConfig struct {
 	// until the whole answer, so the stall timeout must exceed the longest
 	// answer). The tunnel path always sends the client's request as is.
 	NonStream string `koanf:"non_stream"`
+	// Prefill declares that the upstream continues a trailing assistant
+	// message (llama.cpp, Ollama, vLLM with PrefillFields), so the edge
+	// may resume a cut stream on it. Default true for sim, false otherwise
+	// (OpenAI's API starts a new answer instead).
+	Prefill *bool `koanf:"prefill"`
+	// PrefillFields are set in the upstream body of a continuation only,
+	// e.g. vLLM's {continue_final_message: true, add_generation_prompt: false}.
+	PrefillFields map[string]any `koanf:"prefill_fields"`
 	// BaseURL is the provider's URL (ollama: http://127.0.0.1:11434;
 	// openai: https://host/v1 or http://host:8000/v1). Unused by sim.
 	BaseURL string `koanf:"base_url"`
@@ -280,6 +288,16 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 		if !slices.Contains(surfaceNames, s) {
 			bad(fmt.Sprintf("surfaces[%d]", i), "must be one of %s", strings.Join(surfaceNames, ", "))
 		}
+	}
+	if p.Prefill == nil {
+		v := p.Adapter == "sim"
+		p.Prefill = &v
+	}
+	if *p.Prefill && p.Path == PathTunnel {
+		bad("prefill", "needs path auto or normalized (a continuation runs translated)")
+	}
+	if len(p.PrefillFields) > 0 && p.Adapter != "openai" {
+		bad("prefill_fields", "applies to adapter openai only")
 	}
 	switch p.NonStream {
 	case "":

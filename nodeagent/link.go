@@ -261,7 +261,7 @@ func (a *Agent) advertisement() *wire.Advertisement {
 			ProviderId: desc.ProviderID, Adapter: desc.Adapter, Target: desc.Target, InstanceKey: desc.InstanceKey,
 			Models: desc.Models, Capacity: int32(desc.Capacity), ResponseStallTimeoutMs: desc.EffectiveResponseStallTimeoutMS(),
 			ExecutionPath: pc.PathPolicy(), SupportsTunnel: tunnels, SupportsOllamaApi: native && pc.Adapter == "ollama",
-			Surfaces: pc.Surfaces,
+			Surfaces: pc.Surfaces, Prefill: pc.Prefill != nil && *pc.Prefill,
 		})
 	}
 	return ad

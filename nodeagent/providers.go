@@ -49,6 +49,7 @@ func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec, log *slog
 		return ollama.New(ollama.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
 	case "openai":
 		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred, NonStream: pc.NonStream,
+			PrefillFields: pc.PrefillFields,
 			OnMalformed: func() {
 				malformed.WithLabelValues(pc.Adapter).Inc()
 				log.Debug("upstream event skipped: not the JSON expected", "provider_id", pc.ID, "adapter", pc.Adapter)

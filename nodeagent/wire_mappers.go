@@ -58,6 +58,7 @@ func runRequestFromProto(m *wire.RunRequest) (*execution.RunRequest, error) {
 		ChatBody:               m.GetChatBody(),
 		Header:                 headersFromProto(m.GetHeaders()),
 		Stream:                 m.GetStream(),
+		Continuation:           m.GetContinuation(),
 		ResponseStallTimeoutMS: ms,
 	}
 	for _, msg := range m.GetMessages() {

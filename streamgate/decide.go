@@ -30,6 +30,16 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 			Message: "The response was blocked by the gateway's content filter."}, &o)
 		return false
 	}
+	if rt.resp.State() != TransportUncommitted {
+		if rt.resume(ctx, o, dreq) {
+			return true
+		}
+		if rt.rs.cut != nil {
+			o = *rt.rs.cut // a refused continuation is never the client's error
+		}
+	} else {
+		rt.rs.text.Reset() // held output was discarded: the client has none
+	}
 	return rt.failover(ctx, o, dreq)
 }
 

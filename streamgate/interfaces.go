@@ -107,6 +107,9 @@ type DispatchRequest struct {
 	// model: none of them is selected (a set, so a model with several
 	// providers is tried through and then falls back).
 	Exclude []string
+	// Prefill asks for a provider that continues an assistant prefill:
+	// the attempt resumes a committed stream.
+	Prefill bool
 }
 
 // Candidates describes who could serve a dispatch right now, ignoring

@@ -21,6 +21,10 @@ var (
 		Name: "iop_edge_client_cancelled_total",
 		Help: "Requests the client abandoned before their terminal.",
 	})
+	resumesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_resumes_total",
+		Help: "Committed streams that were cut or stalled with resume on, by what followed: continued, no_candidate or budget_exhausted.",
+	}, []string{"outcome"})
 	terminalsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "iop_edge_typed_terminals_total",
 		Help: "Requests that ended with a gateway-typed error, by commit state and code.",
@@ -41,5 +45,5 @@ const (
 )
 
 func init() {
-	prometheus.MustRegister(replaysTotal, budgetExhaustedTotal, attemptsTotal, clientCancelledTotal, terminalsTotal)
+	prometheus.MustRegister(replaysTotal, budgetExhaustedTotal, attemptsTotal, clientCancelledTotal, terminalsTotal, resumesTotal)
 }

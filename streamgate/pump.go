@@ -47,33 +47,39 @@ type outcome struct {
 	errBody []byte
 	// the failure code, for abnormal ends
 	code string
+	// the attempt wrote output to the client before it ended
+	producedOutput bool
 }
 
 // attemptRun is the per-attempt state of pump.
 type attemptRun struct {
-	rt      *runtime
-	att     Attempt
-	enc     encoder
-	tun     *tunnelState
-	silent  atomic.Bool
-	drained atomic.Bool
-	late    atomic.Bool // the first-token timeout fired
-	hold    Timer
-	first   Timer // the first-token timer; nil once output came
+	rt       *runtime
+	att      Attempt
+	enc      encoder
+	tun      *tunnelState
+	silent   atomic.Bool
+	drained  atomic.Bool
+	late     atomic.Bool // the first-token timeout fired
+	produced bool        // output of this attempt reached the client
+	hold     Timer
+	first    Timer // the first-token timer; nil once output came
 }
 
 // pump streams one attempt to the client until it ends.
 func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 	ar := &attemptRun{rt: rt, att: att}
-	rt.cur = ar
-	if att.Kind() == KindEvents {
+	switch {
+	case rt.rs.active && att.Kind() == KindEvents && rt.cur != nil && rt.cur.enc != nil:
+		ar.enc = rt.cur.enc // the continuation goes into the same stream
+	case att.Kind() == KindEvents:
 		ar.enc = newEncoder(rt.req, att.Model())
 		if rt.req.Stream {
 			rt.resp.setHead(http.StatusOK, rt.head(ar.enc.contentType()))
 		}
-	} else {
+	default:
 		ar.tun = newTunnelState(rt.req.Surface)
 	}
+	rt.cur = ar
 	closeAtt := rt.guarded("closing the attempt", att.Close)
 	backstop := rt.cfg.Clock.AfterFunc(att.StallTimeout()+rt.cfg.BackstopMargin, func() {
 		ar.silent.Store(true)
@@ -103,7 +109,7 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 			out = ar.frame(*it.Frame)
 		}
 		if out != nil {
-			out.providerID, out.path = att.ProviderID(), pathOf(att.Kind())
+			out.providerID, out.path, out.producedOutput = att.ProviderID(), pathOf(att.Kind()), ar.produced
 			if out.kind != outSuccess {
 				ar.stopHold()
 				rt.resp.discardHeld()
@@ -135,7 +141,7 @@ func (rt *runtime) guarded(what string, f func()) func() {
 func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
 	ar.stopHold()
 	ar.rt.resp.discardHeld()
-	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), code: "upstream_error"}
+	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), code: "upstream_error", producedOutput: ar.produced}
 	switch {
 	case ctx.Err() != nil:
 		o.kind = outCancelled
@@ -202,6 +208,9 @@ func (ar *attemptRun) finishOut(p []byte) error {
 // event handles one normalized event; non-nil when the attempt ended.
 func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 	rt := ar.rt
+	if rt.rs.active && !rt.continuation(&ev) {
+		return nil
+	}
 	if ev.Usage != nil {
 		rt.sum.Usage = ev.Usage
 	}
@@ -219,6 +228,10 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 		}
 		if err := ar.out(ar.enc.event(ev)); err != nil {
 			return &outcome{kind: outCancelled}
+		}
+		if ev.HasContent() {
+			ar.produced = true
+			rt.rs.delivered(ev)
 		}
 	case execution.EventTypeStart, execution.EventTypeUsage:
 		ar.enc.event(ev)

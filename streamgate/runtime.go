@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/iopgw/iop/codec/openai"
@@ -92,6 +93,11 @@ type Request struct {
 	// RebuildForModel returns Work for another model (fallbacks); nil
 	// when the request cannot be rebuilt.
 	RebuildForModel func(model string) (Work, error)
+	// Continue returns the Work that continues the answer after prefix
+	// (the assistant text the client has) on model: the normalized run
+	// with the prefix as a trailing assistant message. Nil when the
+	// request cannot be resumed.
+	Continue func(model, prefix string) (Work, error)
 }
 
 // Summary is what one request came to, for the access log: no prompt,
@@ -144,6 +150,7 @@ type runtime struct {
 	cyclePath     string      // its execution path
 	cur           *attemptRun // the latest attempt (the one that committed, if any)
 	lastFail      *outcome    // the last failed attempt, answered if no other attempt can start
+	rs            resumeState
 	start         time.Time
 	sum           Summary
 }
@@ -203,11 +210,17 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		model := rt.models[0]
 		rt.models = rt.models[1:]
 		work, err := rt.req.RebuildForModel(model)
+		if rt.rs.active {
+			work, err = rt.req.Continue(model, rt.rs.text.String())
+		}
 		if err != nil {
 			continue
 		}
 		dreq.Model, dreq.Work = model, work
 		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback, dreq.Exclude = "", false, nil
+		if rt.rs.active {
+			dreq.Prefill, dreq.Exclude = true, slices.Clone(rt.rs.failed)
+		}
 		rt.modelRetries = 0
 		rt.sum.Fallbacks++
 		return true

@@ -367,7 +367,10 @@ type ProviderAdvertisement struct {
 	SupportsOllamaApi bool   `protobuf:"varint,10,opt,name=supports_ollama_api,json=supportsOllamaApi,proto3" json:"supports_ollama_api,omitempty"`
 	// The API surfaces the upstream serves natively: chat, responses,
 	// completions, embeddings (OpenAI) and ollama (/api/*).
-	Surfaces      []string `protobuf:"bytes,11,rep,name=surfaces,proto3" json:"surfaces,omitempty"`
+	Surfaces []string `protobuf:"bytes,11,rep,name=surfaces,proto3" json:"surfaces,omitempty"`
+	// The upstream continues a trailing assistant message (assistant
+	// prefill), so a cut stream can be resumed on it.
+	Prefill       bool `protobuf:"varint,12,opt,name=prefill,proto3" json:"prefill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,6 +480,13 @@ func (x *ProviderAdvertisement) GetSurfaces() []string {
 		return x.Surfaces
 	}
 	return nil
+}
+
+func (x *ProviderAdvertisement) GetPrefill() bool {
+	if x != nil {
+		return x.Prefill
+	}
+	return false
 }
 
 type EdgeMessage struct {
@@ -1065,7 +1075,10 @@ type RunRequest struct {
 	// OpenAI-Beta, Idempotency-Key); never credentials.
 	Headers []*Header `protobuf:"bytes,10,rep,name=headers,proto3" json:"headers,omitempty"`
 	// The client asked for a stream.
-	Stream        bool `protobuf:"varint,11,opt,name=stream,proto3" json:"stream,omitempty"`
+	Stream bool `protobuf:"varint,11,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The last message is an assistant prefix the answer must continue
+	// (a resumed stream); the provider applies its prefill settings.
+	Continuation  bool `protobuf:"varint,12,opt,name=continuation,proto3" json:"continuation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1173,6 +1186,13 @@ func (x *RunRequest) GetHeaders() []*Header {
 func (x *RunRequest) GetStream() bool {
 	if x != nil {
 		return x.Stream
+	}
+	return false
+}
+
+func (x *RunRequest) GetContinuation() bool {
+	if x != nil {
+		return x.Continuation
 	}
 	return false
 }
@@ -2565,7 +2585,7 @@ const file_nodelink_proto_rawDesc = "" +
 	"\bDraining\"n\n" +
 	"\rAdvertisement\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12D\n" +
-	"\tproviders\x18\x02 \x03(\v2&.iop.nodelink.v1.ProviderAdvertisementR\tproviders\"\x98\x03\n" +
+	"\tproviders\x18\x02 \x03(\v2&.iop.nodelink.v1.ProviderAdvertisementR\tproviders\"\xb2\x03\n" +
 	"\x15ProviderAdvertisement\x12\x1f\n" +
 	"\vprovider_id\x18\x01 \x01(\tR\n" +
 	"providerId\x12\x18\n" +
@@ -2579,7 +2599,8 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x0fsupports_tunnel\x18\t \x01(\bR\x0esupportsTunnel\x12.\n" +
 	"\x13supports_ollama_api\x18\n" +
 	" \x01(\bR\x11supportsOllamaApi\x12\x1a\n" +
-	"\bsurfaces\x18\v \x03(\tR\bsurfaces\"\xed\x01\n" +
+	"\bsurfaces\x18\v \x03(\tR\bsurfaces\x12\x18\n" +
+	"\aprefill\x18\f \x01(\bR\aprefill\"\xed\x01\n" +
 	"\vEdgeMessage\x124\n" +
 	"\awelcome\x18\x01 \x01(\v2\x18.iop.nodelink.v1.WelcomeH\x00R\awelcome\x127\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x19.iop.nodelink.v1.DispatchH\x00R\bdispatch\x12;\n" +
@@ -2611,7 +2632,7 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x03run\x18\x01 \x01(\v2\x1b.iop.nodelink.v1.RunRequestH\x00R\x03run\x12@\n" +
 	"\x06tunnel\x18\x02 \x01(\v2&.iop.nodelink.v1.ProviderTunnelRequestH\x00R\x06tunnel\x124\n" +
 	"\acommand\x18\x03 \x01(\v2\x18.iop.nodelink.v1.CommandH\x00R\acommandB\x05\n" +
-	"\x03msg\"\xac\x03\n" +
+	"\x03msg\"\xd0\x03\n" +
 	"\n" +
 	"RunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
@@ -2628,7 +2649,8 @@ const file_nodelink_proto_rawDesc = "" +
 	"\tchat_body\x18\t \x01(\fR\bchatBody\x121\n" +
 	"\aheaders\x18\n" +
 	" \x03(\v2\x17.iop.nodelink.v1.HeaderR\aheaders\x12\x16\n" +
-	"\x06stream\x18\v \x01(\bR\x06stream\"\xbf\x01\n" +
+	"\x06stream\x18\v \x01(\bR\x06stream\x12\"\n" +
+	"\fcontinuation\x18\f \x01(\bR\fcontinuation\"\xbf\x01\n" +
 	"\aMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x16\n" +

@@ -154,7 +154,7 @@ func TestChatFieldsPassUnchanged(t *testing.T) {
 		body[k] = json.RawMessage(v)
 	}
 	client, _ := json.Marshal(body)
-	up, err := upstreamBody(&execution.RunRequest{Model: "served", ChatBody: client}, true)
+	up, err := upstreamBody(&execution.RunRequest{Model: "served", ChatBody: client}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ const maxEventSize = 16 << 20
 // configured for JSON (NonStream), so the watchdog sees every token.
 func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit *execution.Emitter) error {
 	stream := req.Stream || p.cfg.NonStream != NonStreamJSON
-	body, err := upstreamBody(req, stream)
+	body, err := upstreamBody(req, stream, p.cfg.PrefillFields)
 	if err != nil {
 		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
 	}

@@ -27,6 +27,9 @@ type Config struct {
 	// NonStream is how a client's non-stream request reaches the upstream
 	// on the normalized path: NonStreamStream (default) or NonStreamJSON.
 	NonStream string
+	// PrefillFields are set in the body of a continuation request only
+	// (e.g. vLLM's continue_final_message).
+	PrefillFields map[string]any
 	// OnMalformed, if set, is called for each upstream event skipped
 	// because it was not the JSON expected.
 	OnMalformed func()

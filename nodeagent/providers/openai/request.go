@@ -14,7 +14,7 @@ import (
 // the answer — every other field, known to iop or not, passes unchanged.
 // A stream asks for usage (stream_options.include_usage) so the node can
 // observe it; the edge shows it to the client only if the client asked.
-func upstreamBody(req *execution.RunRequest, stream bool) ([]byte, error) {
+func upstreamBody(req *execution.RunRequest, stream bool, prefill map[string]any) ([]byte, error) {
 	src := req.ChatBody
 	if len(src) == 0 {
 		b, err := json.Marshal(neutralBody(req))
@@ -29,6 +29,11 @@ func upstreamBody(req *execution.RunRequest, stream bool) ([]byte, error) {
 	}
 	model, _ := json.Marshal(req.Model)
 	m["model"] = model
+	if req.Continuation {
+		for k, v := range prefill {
+			m[k], _ = json.Marshal(v)
+		}
+	}
 	if !stream {
 		m["stream"] = json.RawMessage("false")
 		delete(m, "stream_options")

@@ -26,13 +26,52 @@ type answer struct {
 // compose derives the answer from the request: the same request always
 // gets the same answer.
 func (p *Provider) compose(req *execution.RunRequest) answer {
+	msgs := req.Messages
+	var prefix string
+	if n := len(msgs); req.Continuation && n > 0 && msgs[n-1].Role == "assistant" {
+		// A continuation: the answer to the conversation before the
+		// prefix, less the prefix (the sim accepts assistant prefill).
+		prefix, msgs = msgs[n-1].Content, msgs[:n-1]
+	}
+	a := p.composeFor(msgs, req.Params)
+	if prefix != "" {
+		a.tokens = continueAfter(a.tokens, prefix)
+	}
+	return a
+}
+
+// continueAfter returns the part of tokens that follows prefix (split
+// inside a token when the prefix ends there); all of tokens when the
+// prefix is not theirs.
+func continueAfter(tokens []string, prefix string) []string {
+	full := strings.Join(tokens, "")
+	if !strings.HasPrefix(full, prefix) {
+		return tokens
+	}
+	var out []string
+	n := len(prefix)
+	for _, t := range tokens {
+		switch {
+		case n >= len(t):
+			n -= len(t)
+		case n > 0:
+			out = append(out, t[n:])
+			n = 0
+		default:
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (p *Provider) composeFor(msgs []execution.Message, params execution.GenerationParams) answer {
 	a := answer{finish: "stop"}
 	var last execution.Message
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		a.promptTokens += int64(len(strings.Fields(m.Content)))
 		last = m
 	}
-	if name := firstTool(req.Params); name != "" && last.Role == "user" && !toolChoiceNone(req.Params.ToolChoice) {
+	if name := firstTool(params); name != "" && last.Role == "user" && !toolChoiceNone(params.ToolChoice) {
 		h := fnv.New32a()
 		h.Write([]byte(last.Content))
 		a.toolName, a.toolID = name, fmt.Sprintf("call_%08x", h.Sum32())
@@ -53,7 +92,7 @@ func (p *Provider) compose(req *execution.RunRequest) answer {
 	}
 	a.tokens = tokenize(text)
 	limit := p.cfg.MaxTokens
-	if mt := req.Params.MaxTokens; mt != nil && int(*mt) < limit {
+	if mt := params.MaxTokens; mt != nil && int(*mt) < limit {
 		limit = int(*mt)
 	}
 	if len(a.tokens) > limit {

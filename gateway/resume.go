@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/streamgate"
+)
+
+// withResume prepares a streaming request of a model whose retry policy
+// has resume on: it runs on the translated path (iop must know the text
+// the client has, and renders the continuation into the same stream), and
+// can be continued after a prefix on any model.
+func (g *Gateway) withResume(sreq *streamgate.Request) {
+	run := sreq.Work.Run
+	if run == nil || !sreq.Stream || !g.cfg.RetryPolicy(sreq.Model).Resume {
+		return
+	}
+	sreq.Work.Tunnel, sreq.Work.Native = nil, nil
+	if rebuild := sreq.RebuildForModel; rebuild != nil {
+		sreq.RebuildForModel = func(model string) (streamgate.Work, error) {
+			w, err := rebuild(model)
+			w.Tunnel, w.Native = nil, nil
+			return w, err
+		}
+	}
+	sreq.Continue = func(model, prefix string) (streamgate.Work, error) {
+		r, err := continuation(run, model, prefix)
+		return streamgate.Work{Run: r}, err
+	}
+}
+
+// continuation is run for model, continuing after prefix: the prefix is
+// a trailing assistant message, in the neutral messages and in the Chat
+// body alike.
+func continuation(run *execution.RunRequest, model, prefix string) (*execution.RunRequest, error) {
+	r := *run
+	r.Model, r.Continuation = model, true
+	r.Messages = append(slices.Clone(run.Messages), execution.Message{Role: "assistant", Content: prefix})
+	if len(run.ChatBody) == 0 {
+		return &r, nil
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(run.ChatBody, &body); err != nil {
+		return nil, err
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
+		return nil, err
+	}
+	last, err := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{"assistant", prefix})
+	if err != nil {
+		return nil, err
+	}
+	body["messages"], _ = json.Marshal(append(msgs, last))
+	body["model"], _ = json.Marshal(model)
+	if r.ChatBody, err = json.Marshal(body); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
