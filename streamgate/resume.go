@@ -61,7 +61,7 @@ func (rt *runtime) resume(ctx context.Context, o outcome, dreq *DispatchRequest)
 		rt.endResume()
 		return false
 	}
-	rs.active = true
+	rs.active, rs.usage = true, rt.sum.Usage
 	rt.sum.Resumes++
 	resumesTotal.WithLabelValues("continued").Inc()
 	rt.cfg.Log.Info("resuming a cut stream", "request_id", rt.req.RequestID, "failed_provider", o.providerID,

@@ -203,8 +203,8 @@ func (rt *runtime) dispatch(ctx context.Context, dreq *DispatchRequest) (Attempt
 	}
 }
 
-// fallback moves dreq to the next fallback model; false when none is left
-// or the request cannot be rebuilt for it.
+// fallback moves dreq to the next fallback model that has a provider;
+// false when none is left or the request cannot be rebuilt for it.
 func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 	for len(rt.models) > 0 && rt.req.RebuildForModel != nil {
 		model := rt.models[0]
@@ -216,11 +216,14 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		if err != nil {
 			continue
 		}
-		dreq.Model, dreq.Work = model, work
-		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback, dreq.Exclude = "", false, nil
+		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work}
 		if rt.rs.active {
-			dreq.Prefill, dreq.Exclude = true, slices.Clone(rt.rs.failed)
+			next.Prefill, next.Exclude = true, slices.Clone(rt.rs.failed)
 		}
+		if rt.cfg.Dispatcher.Candidates(next).Alternates == 0 {
+			continue // nothing serves it now: the next one
+		}
+		*dreq = next
 		rt.modelRetries = 0
 		rt.sum.Fallbacks++
 		return true

@@ -149,6 +149,12 @@ func (x *exchange) preamble() bool {
 	case "429-retry-after":
 		x.openAIError(http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached for requests.")
 		return false
+	case "429-bare":
+		// A 429 without Retry-After (many self-hosted servers).
+		x.headers("application/json")
+		x.rw.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(x.rw, `{"error":{"message":"Too many requests.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+		return false
 	case "500-once":
 		if x.nth == 1 {
 			x.openAIError(http.StatusInternalServerError, "server_error", "", "The server had an error while processing your request.")

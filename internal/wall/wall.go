@@ -139,7 +139,7 @@ func parseFault(model string) fault {
 // fixedFaults are fault names that end in a number but take no argument.
 var fixedFaults = map[string]bool{
 	"ctx-length-400": true, "content-filter-400": true, "html-502": true,
-	"429-retry-after": true, "500-once": true, "503-persist": true,
+	"429-retry-after": true, "429-bare": true, "500-once": true, "503-persist": true,
 }
 
 // SetFault changes the fault applied to every request ("" for none) while
