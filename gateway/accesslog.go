@@ -39,6 +39,9 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	g.withResume(sreq)
 	sum := streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
 	a.Sum = &sum
+	if g.pool.Known(sreq.Model) || g.cfg.configured(sreq.Model) {
+		g.models.record(sreq.Model, sum)
+	}
 	return nil
 }
 

@@ -85,7 +85,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (g *Gateway) adminProviders(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"providers": g.pool.Snapshot()})
+	writeJSON(w, map[string]any{"providers": g.pool.Snapshot(), "models": g.models.snapshot(&g.cfg)})
 }
 
 func (g *Gateway) adminNodes(w http.ResponseWriter, _ *http.Request) {

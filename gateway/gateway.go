@@ -44,6 +44,7 @@ type Options struct {
 // Gateway is one edge.
 type Gateway struct {
 	cfg     Config
+	models  modelStats
 	opts    Options
 	log     *slog.Logger
 	reg     *prometheus.Registry

@@ -30,6 +30,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var body struct {
 		Providers []gateway.ProviderSnapshot `json:"providers"`
+		Models    []gateway.ModelStats       `json:"models"`
 	}
 	raw, err := adminGet(ctx, strings.TrimRight(*admin, "/")+"/admin/providers", *token)
 	if err != nil {
@@ -47,6 +48,22 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, p := range body.Providers {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\n", p.ProviderID, p.ConnectionGeneration, p.Adapter, p.ExecutionPath,
 			strings.Join(p.Models, ","), p.EffectiveCapacity, p.ConfiguredCapacity, p.InFlight, p.QueueDepth, p.Status, p.Health, dash(p.OverlayReason), p.LastObservationSeq)
+	}
+	if len(body.Models) > 0 {
+		fmt.Fprintln(tw, "\nMODEL\tREQUESTS\tRETRIES\tFALLBACKS\tRESUMES\tPOLICY")
+		for _, m := range body.Models {
+			pol := fmt.Sprintf("retries %d on %s", m.Policy.Retries, m.Policy.RetryOn)
+			if m.Policy.FirstTokenTimeout != "" {
+				pol += ", first token " + m.Policy.FirstTokenTimeout
+			}
+			if len(m.Policy.Fallbacks) > 0 {
+				pol += ", then " + strings.Join(m.Policy.Fallbacks, " → ")
+			}
+			if m.Policy.Resume {
+				pol += ", resume"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", m.Model, m.Requests, m.Retries, m.Fallbacks, m.Resumes, pol)
+		}
 	}
 	return tw.Flush()
 }
