@@ -49,6 +49,7 @@ type Agent struct {
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*Session
 	draining atomic.Bool
+	links    *linkMetrics
 }
 
 // New builds an agent from a resolved configuration.
@@ -68,11 +69,15 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if err := opts.Registerer.Register(malformed); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	links, err := newLinkMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
 	registry, err := buildRegistry(cfg, malformed, opts.Log)
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, opts: opts, log: opts.Log, registry: registry, sessions: map[string]*Session{}}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Log, registry: registry, sessions: map[string]*Session{}, links: links}
 	a.bridge = NewBridge(BridgeConfig{
 		Registry: registry, Probes: &ProbeCoordinator{Timeout: opts.ProbeTimeout},
 		Observer: newLivenessObservability(opts.Registerer, opts.Log), Log: opts.Log, CloseGrace: cfg.Liveness.CloseGrace,

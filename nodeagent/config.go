@@ -290,7 +290,7 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 		}
 	}
 	if p.Prefill == nil {
-		v := p.Adapter == "sim"
+		v := p.Adapter == "sim" && p.Path != PathTunnel
 		p.Prefill = &v
 	}
 	if *p.Prefill && p.Path == PathTunnel {

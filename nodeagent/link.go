@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -95,6 +95,7 @@ func (a *Agent) runEdge(ctx context.Context, e EdgeConfig) error {
 	defer conn.Close()
 	client := wire.NewNodeLinkClient(conn)
 	log := a.log.With(slog.String("edge", e.Address))
+	a.links.up.WithLabelValues(e.Address).Set(0)
 	retry := 0
 	for ctx.Err() == nil {
 		welcomed, err := a.session(ctx, e.Address, client, log)
@@ -116,13 +117,30 @@ func (a *Agent) runEdge(ctx context.Context, e EdgeConfig) error {
 		}
 		delay := backoffDelay(retry)
 		retry++
-		log.Warn("edge session refused", slog.String("error", err.Error()), slog.Duration("retry_in", delay))
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-		}
+		cause := connectCause(err)
+		a.links.failures.WithLabelValues(e.Address, cause).Inc()
+		log.Warn("cannot open a session with the edge", slog.String("cause", cause), slog.String("error", err.Error()),
+			slog.Int("attempt", retry), slog.Duration("retry_in", delay))
+		waitReady(ctx, conn, delay)
 	}
 	return nil
+}
+
+// waitReady waits up to d, returning early when the transport (which keeps
+// reconnecting on its own backoff) becomes ready: a restarted edge is
+// rejoined as soon as it listens, while failures are logged at the pace
+// of the growing delay.
+func waitReady(ctx context.Context, conn *grpc.ClientConn, d time.Duration) {
+	tctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+		if s == connectivity.Idle {
+			conn.Connect()
+		}
+		if !conn.WaitForStateChange(tctx, s) {
+			return
+		}
+	}
 }
 
 // backoffDelay is NodeBackoff's delay for the n-th retry.
@@ -144,7 +162,10 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	defer attempts.Wait()
 	defer cancel()
 
-	stream, err := client.Session(sctx, grpc.WaitForReady(true))
+	// Fail fast: a connection in transient failure fails the call at once
+	// with its cause (refused, DNS, TLS), which the caller logs and counts
+	// before its backoff — never a silent wait.
+	stream, err := client.Session(sctx)
 	if err != nil {
 		return false, err
 	}
@@ -159,7 +180,7 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	}
 	w := first.GetWelcome()
 	if w == nil {
-		return false, errors.New("edge did not welcome the node")
+		return false, errNotWelcomed
 	}
 	sess := newSession(sctx, addr, w.GetConnectionGeneration())
 	sess.send = stream.Send
@@ -169,6 +190,8 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	}
 	defer sess.markClosed()
 	log.Info("edge session established", slog.Uint64("connection_generation", sess.Generation()))
+	a.links.up.WithLabelValues(addr).Set(1)
+	defer a.links.up.WithLabelValues(addr).Set(0)
 	for {
 		m, err := stream.Recv()
 		if err != nil {

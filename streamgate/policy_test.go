@@ -112,7 +112,9 @@ func TestRetryPolicyScenarios(t *testing.T) {
 		}
 	}
 	silentFor := func(d time.Duration) func(string, int) *fakeAttempt {
-		return func(string, int) *fakeAttempt { return &fakeAttempt{delay: d, items: []Item{delta("late"), complete()}} }
+		return func(string, int) *fakeAttempt {
+			return &fakeAttempt{delay: d, items: []Item{delta("late"), complete()}}
+		}
 	}
 	ftt := DefaultRetryPolicy()
 	ftt.FirstTokenTimeout = time.Second
@@ -289,5 +291,3 @@ func TestResume(t *testing.T) {
 		})
 	}
 }
-
-
