@@ -247,7 +247,11 @@ func LoadConfig(path string) (Config, error) {
 	if err := konfig.Load(path, &c); err != nil {
 		return Config{}, err
 	}
-	if err := c.Validate(); err != nil {
+	err := c.Validate()
+	if len(c.Nodes) == 0 && path != "" {
+		err = errors.Join(err, errors.New("nodes: at least one node is required: the edge serves only what nodes advertise"))
+	}
+	if err != nil {
 		if path == "" {
 			path = "environment"
 		}
@@ -329,6 +333,7 @@ func (c *Config) Validate() error {
 	if c.Log.AccessSample < 0 || c.Log.AccessSample > 1 {
 		bad("log.access_sample", "must be between 0 and 1")
 	}
+	c.checkReferences(bad)
 	if err := c.Retry.validate("retry"); err != nil {
 		errs = append(errs, err)
 	}

@@ -28,7 +28,7 @@ func TestExampleConfigLoads(t *testing.T) {
 // field by field; unset fields inherit.
 func TestRetryPolicyInherits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.yaml")
-	yaml := "retry: {retries: 1, backoff_base: 1s}\nmodels: [{name: big, retry: {retries: 0, first_token_timeout: 5s, retry_on: [connect]}}]\n"
+	yaml := "nodes: [{id: n, token: t}]\nretry: {retries: 1, backoff_base: 1s}\nmodels: [{name: big, retry: {retries: 0, first_token_timeout: 5s, retry_on: [connect]}}]\n"
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,7 @@ func TestRetryPolicyInherits(t *testing.T) {
 }
 
 func TestConfigErrorsNameKeyAndFile(t *testing.T) {
+	const node = "nodes: [{id: n, token: t}]\n"
 	tests := []struct{ name, yaml, want string }{
 		{"bad listen", "listen: nope\n", "listen"},
 		{"node without token", "nodes: [{id: n}]\n", "nodes[0]"},
@@ -58,6 +59,13 @@ func TestConfigErrorsNameKeyAndFile(t *testing.T) {
 		{"bad retry class", "retry: {retry_on: [4xx]}\n", "retry.retry_on"},
 		{"negative retries", "models: [{name: m, retry: {retries: -3}}]\n", "models[0].retry.retries"},
 		{"negative attempts", "streamgate: {max_attempts: -3}\n", "streamgate.max_attempts"},
+		{"no nodes", "listen: 127.0.0.1:1\n", "nodes: at least one node"},
+		{"fallback cycle", node + "models: [{name: a, fallbacks: [b]}, {name: b, fallbacks: [c]}, {name: c, fallbacks: [a]}]\n", "fallback cycle: a → b → c → a"},
+		{"self fallback", node + "models: [{name: a, fallbacks: [a]}]\n", "models[0].fallbacks[0]"},
+		{"fallback nothing serves", "nodes: [{id: n, token: t, models: [a]}]\nmodels: [{name: a, fallbacks: [zz]}]\n", "models[0].fallbacks[0]: \"zz\" is not granted"},
+		{"policy for no node", node + "providers: [{id: ghost/vllm, priority: 1}]\n", "providers[0].id: names node \"ghost\""},
+		{"policy id shape", node + "providers: [{id: vllm}]\n", "providers[0].id: must be <node_id>/<provider id>"},
+		{"missing TLS file", node + "tls: {cert_file: /nonexistent/cert.pem, key_file: /nonexistent/key.pem}\n", "tls.cert_file: cannot be read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -326,7 +326,11 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 		bad("response_stall_timeout_ms", "%v", err)
 	}
 	if p.APIKey == "" && p.APIKeyEnv != "" {
-		p.APIKey = os.Getenv(p.APIKeyEnv)
+		v, ok := os.LookupEnv(p.APIKeyEnv)
+		if !ok || v == "" {
+			bad("api_key_env", "names the environment variable %s, which is not set (requests would go out without credentials)", p.APIKeyEnv)
+		}
+		p.APIKey = v
 	}
 	if p.InstanceKey == "" {
 		p.InstanceKey = strings.TrimRight(p.BaseURL, "/")

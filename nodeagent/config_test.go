@@ -34,6 +34,10 @@ func TestConfigErrorsNameKeyAndFile(t *testing.T) {
 		{"duplicate id", "node_id: n\ntoken: x\nedges: [{address: a:1}]\nproviders: [{id: s, adapter: sim, models: [m]}, {id: s, adapter: sim, models: [m]}]\n", "providers[1].id"},
 		{"unknown key", "node_id: n\ntokn: x\n", "tokn"},
 		{"no edges", "node_id: n\ntoken: x\nproviders: [{id: s, adapter: sim, models: [m]}]\n", "edges"},
+		{"unset api_key_env", "node_id: n\ntoken: x\nedges: [{address: a:1}]\nproviders: [{id: o, adapter: openai, base_url: 'http://h:1/v1', models: [m], api_key_env: IOP_TEST_SURELY_UNSET_KEY}]\n",
+			"providers[0].api_key_env: names the environment variable IOP_TEST_SURELY_UNSET_KEY, which is not set"},
+		{"prefill on a tunnel provider", "node_id: n\ntoken: x\nedges: [{address: a:1}]\nproviders: [{id: o, adapter: openai, path: tunnel, prefill: true, base_url: 'http://h:1/v1', models: [m]}]\n",
+			"providers[0].prefill"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

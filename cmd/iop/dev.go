@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +59,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "dev configuration (YAML with gateway: and node: sections); see configs/dev-*.yaml")
 	listen := fs.String("listen", "", "public HTTP address (default 127.0.0.1:8080)")
+	admin := fs.String("admin", "", "admin listener address (default 127.0.0.1:8081; \"\" in the config disables it)")
 	if err := fs.Parse(args); err != nil {
 		return parseError(err)
 	}
@@ -66,6 +69,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *listen != "" {
 		cfg.Gateway.Listen = *listen
+	}
+	if *admin != "" {
+		cfg.Gateway.AdminListen = *admin
 	}
 	return runDevConfig(ctx, cfg, stdout, stderr)
 }
@@ -104,7 +110,8 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 	nctx, stopNode := context.WithCancel(ctx)
 	wg.Go(func() { errs <- g.Serve(gctx, httpLn, nodeLn, adminLn) })
 	wg.Go(func() { errs <- node.Run(nctx) })
-	fmt.Fprintf(stdout, "iop dev: OpenAI API on http://%s/v1 (model iop-sim), Ollama API on http://%s/api", httpLn.Addr(), httpLn.Addr())
+	fmt.Fprintf(stdout, "iop dev: OpenAI API on http://%s/v1 (models %s), Ollama API on http://%s/api", httpLn.Addr(),
+		strings.Join(devModels(cfg.Node.Providers), ", "), httpLn.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, ", admin on http://%s (status page http://%s/status)", adminLn.Addr(), adminLn.Addr())
 	}
@@ -122,6 +129,19 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 		first = nil
 	}
 	return first
+}
+
+// devModels lists the models the bundled node serves, in order.
+func devModels(ps []nodeagent.ProviderConfig) []string {
+	var out []string
+	for _, p := range ps {
+		for _, m := range p.Models {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 func randomToken() string {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -99,12 +101,36 @@ func TestVersionAndHelp(t *testing.T) {
 	if err := Main(context.Background(), []string{"--version"}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "iop ") {
 		t.Fatalf("--version: %v %q", err, out.String())
 	}
-	for _, cmd := range []string{"gateway", "node", "dev", "status", "version"} {
+	for _, cmd := range []string{"gateway", "node", "dev", "status", "version", "check"} {
 		if err := Main(context.Background(), []string{cmd, "--help"}, io.Discard, io.Discard); err != nil {
 			t.Errorf("%s --help: %v, want success", cmd, err)
 		}
 	}
 	if err := Main(context.Background(), []string{"gateway", "--no-such-flag"}, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 		t.Fatalf("a wrong flag: %v", err)
+	}
+}
+
+// TestCheck: `iop check` accepts every shipped configuration (exit 0) and
+// rejects a mistaken one with exit 1, naming the key and the file.
+func TestCheck(t *testing.T) {
+	files, _ := filepath.Glob("../../configs/*.yaml")
+	if len(files) < 4 {
+		t.Fatalf("configs: %v", files)
+	}
+	for _, f := range files {
+		var out bytes.Buffer
+		if err := Main(context.Background(), []string{"check", "--config", f}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "valid") {
+			t.Errorf("check %s: %v %q", f, err, out.String())
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(bad, []byte("nodes: [{id: n, token: t}]\nmodels: [{name: a, fallbacks: [b]}, {name: b, fallbacks: [a]}]\nstreamgate: {max_attempts: -3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Main(context.Background(), []string{"check", "--config", bad}, io.Discard, io.Discard)
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "fallback cycle") || !strings.Contains(err.Error(), "streamgate.max_attempts") ||
+		!strings.Contains(err.Error(), bad) {
+		t.Fatalf("check of a bad file: %v (exit %d)", err, exitCode(err))
 	}
 }
