@@ -16,6 +16,10 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/iop /usr/local/bin/iop
 USER nonroot:nonroot
-EXPOSE 8080 8081 9090
+# 8080: the API. 9090 (node link) and 8081 (admin) are for `iop gateway`
+# configs that listen on them; the admin listener off loopback needs
+# admin.token_sha256. The default command (iop dev) keeps admin on the
+# container's loopback.
+EXPOSE 8080 9090
 ENTRYPOINT ["iop"]
 CMD ["dev", "--listen", "0.0.0.0:8080"]

@@ -35,6 +35,7 @@ func (g *Gateway) AdminRoutes() []route {
 		{"GET", "/admin/nodes", http.HandlerFunc(g.adminNodes)},
 		{"GET", "/admin/events", http.HandlerFunc(g.adminEvents)},
 		{"GET", "/status", http.HandlerFunc(g.statusPage)},
+		{"POST", "/admin/login", http.HandlerFunc(g.adminLogin)},
 	}
 }
 
@@ -58,19 +59,61 @@ func (g *Gateway) adminEvents(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{"events": g.events.recent()})
 }
 
-// adminAuth requires the admin token when one is configured.
+// adminCookie holds the admin token for the status page, set by
+// /admin/login: never in a URL, not readable by scripts, same-site only.
+const adminCookie = "iop_admin"
+
+// openAdminPaths need no token: health reveals nothing, the status page
+// is static (its data comes from the protected API), and the login form
+// is how the page gets the token.
+var openAdminPaths = map[string]bool{"/healthz": true, "/readyz": true, "/status": true, "/admin/login": true}
+
+// adminAuth requires the admin token, as a bearer token or the status
+// page's cookie, when one is configured.
 func (g *Gateway) adminAuth(next http.Handler) http.Handler {
-	want, _ := hex.DecodeString(strings.ToLower(g.cfg.Admin.TokenSHA256))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(want) > 0 && r.URL.Path != "/healthz" {
-			sum := sha256.Sum256([]byte(bearer(r)))
-			if subtle.ConstantTimeCompare(sum[:], want) != 1 {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
+		if !openAdminPaths[r.URL.Path] && !g.adminTokenOK(adminToken(r)) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// adminTokenOK reports whether token is the admin token (always, when
+// none is configured).
+func (g *Gateway) adminTokenOK(token string) bool {
+	want, _ := hex.DecodeString(strings.ToLower(g.cfg.Admin.TokenSHA256))
+	if len(want) == 0 {
+		return true
+	}
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], want) == 1
+}
+
+// adminToken is the request's bearer token, else its admin cookie.
+func adminToken(r *http.Request) string {
+	if t := bearer(r); t != "" {
+		return t
+	}
+	if c, err := r.Cookie(adminCookie); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// adminLogin checks the posted token and, when right, sets the cookie
+// the status page's requests carry.
+func (g *Gateway) adminLogin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	token := r.PostFormValue("token")
+	if !g.adminTokenOK(token) {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: adminCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil})
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {

@@ -272,8 +272,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.AdminListen != "" {
-		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+		if host, _, err := net.SplitHostPort(c.AdminListen); err != nil {
 			bad("admin_listen", "must be host:port or empty")
+		} else if !loopback(host) && c.Admin.TokenSHA256 == "" {
+			bad("admin.token_sha256", "required when admin_listen (%s) is not a loopback address: the admin API shows providers, nodes and metrics (/healthz and /readyz stay open)", c.AdminListen)
 		}
 	}
 	seen := map[string]bool{}
@@ -350,6 +352,15 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// loopback reports whether host names only the local machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func isSHA256(s string) bool {

@@ -116,11 +116,15 @@ func TestManifests(t *testing.T) {
 	}
 	dir := t.TempDir()
 	t.Setenv("NODE_TOKEN_SHA256", byName["Secret/iop-edge-secrets"].StringData["node_token_sha256"])
+	t.Setenv("ADMIN_TOKEN_SHA256", byName["Secret/iop-edge-secrets"].StringData["admin_token_sha256"])
 	gw := filepath.Join(dir, "gateway.yaml")
 	_ = os.WriteFile(gw, []byte(byName["ConfigMap/iop-edge-config"].Data["gateway.yaml"]), 0o600)
 	gcfg, err := gateway.LoadConfig(gw)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if gcfg.Admin.TokenSHA256 == "" || gcfg.AdminListen != "0.0.0.0:8081" {
+		t.Fatal("the edge's admin listener is exposed without a token")
 	}
 	if gateway.HashToken(byName["Secret/iop-node-token"].StringData["token"]) != strings.ToLower(gcfg.Nodes[0].TokenSHA256) {
 		t.Fatal("the edge's token hash does not match the node's token")
