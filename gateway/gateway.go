@@ -91,6 +91,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
 	g.pool.metrics = g.metrics
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
+	g.hub.onConnect = g.probeOnConnect
 	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
 	g.auth = newAuthenticator(cfg.Auth)
 	filter, err := streamgate.NewFilter(filterRules(cfg.StreamGate.Filter))
@@ -253,7 +254,9 @@ func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
-		MaxHeaderBytes:    l.MaxHeaderBytes,
+		// The server's own bound is a backstop (it answers plain text);
+		// headerLimit answers the configured one in the surface's shape.
+		MaxHeaderBytes: 2*l.MaxHeaderBytes + 4096,
 		IdleTimeout:       l.IdleTimeout,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 250},
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),

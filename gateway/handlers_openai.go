@@ -177,9 +177,10 @@ func (g *Gateway) starting() bool {
 // knownModel answers a model no connected provider (nor a fallback's)
 // serves: 503 model_unavailable with Retry-After when the model is
 // configured or granted — its nodes are away, reconnecting or draining, so
-// a retry will do — or while the edge is starting and its nodes have not
-// all connected yet; 404 model_not_found only for a model nothing is
-// configured to serve.
+// a retry will do — or was served by a node since the edge started (it is
+// reconnecting), or while the edge is starting and its nodes have not all
+// connected yet; 404 model_not_found only for a model nothing is
+// configured to serve and no node ever served.
 func (g *Gateway) knownModel(model string) *openai.Error {
 	if g.pool.Known(model) {
 		return nil
@@ -189,7 +190,7 @@ func (g *Gateway) knownModel(model string) *openai.Error {
 			return nil
 		}
 	}
-	if g.cfg.configured(model) || g.starting() {
+	if g.cfg.configured(model) || g.starting() || g.pool.Served(model) {
 		return openai.ModelUnavailable(model)
 	}
 	return openai.ModelNotFound(model)

@@ -31,6 +31,9 @@ import (
 // never removes a newer one.
 type Hub struct {
 	wire.UnimplementedNodeLinkServer
+	// onConnect, if set, runs (in its own goroutine) after a node's
+	// providers are registered: the connect probes.
+	onConnect func(Reception, []*wire.ProviderAdvertisement)
 	nodes   map[string]NodeConfig // by node id
 	pool    *Pool
 	log     *slog.Logger
@@ -273,6 +276,9 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	}
 	h.pool.SetNode(nodeID, c.gen, ads)
 	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
+	if h.onConnect != nil {
+		go h.onConnect(Reception{NodeID: nodeID, ConnectionGeneration: c.gen}, ads)
+	}
 	defer h.unregister(c)
 	return h.serveSession(c)
 }

@@ -58,6 +58,8 @@ type pooled struct {
 	priority int
 	disabled bool // configuration health
 	outlier  outlierState
+	probe    string    // the last connect probe's evidence (status only; routing ignores it)
+	probedAt time.Time // when it answered
 }
 
 func (p *pooled) serves(model string) bool {
@@ -131,6 +133,7 @@ type Pool struct {
 	overlay   map[providerKey]*overlayEntry
 	nodeGen   map[string]uint64  // the newest connection generation set per node
 	nodeState map[nodeGen]string // NodeSuspect or NodeDraining: takes no new work
+	served    map[string]bool    // lower-cased models any node has advertised since start (bounded)
 	useSeq    uint64
 }
 
@@ -214,6 +217,7 @@ func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisem
 		if pol.ID == "" {
 			pol = p.policy(ad.GetProviderId())
 		}
+		p.noteServedLocked(ad.GetModels())
 		if pp := p.providers[k]; pp != nil {
 			pp.ad, pp.priority, pp.disabled = ad, pol.Priority, pol.Disabled
 			continue
@@ -508,6 +512,31 @@ func (p *Pool) Models() []string {
 }
 
 // Known reports whether any provider (admissible or not) serves model.
+// maxServed bounds the models remembered as served (node_limits.max_models
+// already bounds each advertisement).
+const maxServed = 4096
+
+func (p *Pool) noteServedLocked(models []string) {
+	if p.served == nil {
+		p.served = map[string]bool{}
+	}
+	for _, m := range models {
+		if len(p.served) >= maxServed {
+			return
+		}
+		p.served[strings.ToLower(m)] = true
+	}
+}
+
+// Served reports whether any node advertised model since the edge
+// started: its absence now is a node away or reconnecting (503), not an
+// unknown model (404).
+func (p *Pool) Served(model string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served[strings.ToLower(model)]
+}
+
 func (p *Pool) Known(model string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -43,3 +43,26 @@ func (g *Gateway) probe(ctx context.Context, pt probeTarget) {
 	g.pool.ApplyProbe(ProbeResult{NodeID: pt.key.NodeID, Generation: pt.key.Generation, ProviderID: pt.key.ProviderID,
 		AdapterKey: caps.GetAdapterKey(), Target: caps.GetTarget(), Status: caps.GetProviderStatus(), Seq: caps.GetHealthObservationSeq()})
 }
+
+// probeOnConnect probes each provider of a node that just connected, so
+// status shows an unreachable upstream before the first request fails on
+// it. The evidence is shown and logged; it never lowers or routes.
+func (g *Gateway) probeOnConnect(owner Reception, ads []*wire.ProviderAdvertisement) {
+	for _, ad := range ads {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := g.hub.command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
+			ProviderId: ad.GetProviderId(), AdapterKey: ad.GetInstanceKey(), Target: ad.GetTarget()})
+		cancel()
+		status := string(execution.HealthUnknown)
+		if err == nil {
+			if s := execution.HealthStatus(res.GetCapabilities().GetProviderStatus()); s.Valid() {
+				status = string(s)
+			}
+		}
+		k := providerKey{NodeID: owner.NodeID, Generation: owner.ConnectionGeneration, ProviderID: ad.GetProviderId()}
+		g.pool.NoteProbe(k, status)
+		if status != string(execution.HealthAvailable) {
+			g.log.Warn("provider probe at connect: its upstream does not answer as expected", "provider_id", k.edgeID(), "probe", status)
+		}
+	}
+}

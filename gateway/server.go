@@ -23,7 +23,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = g.httpError
-	e.Use(g.accessLog, g.recoverPanics, g.observe, g.authenticate)
+	e.Use(g.accessLog, g.recoverPanics, g.observe, g.headerLimit, g.authenticate)
 
 	e.POST("/v1/chat/completions", g.chatCompletions)
 	e.POST("/v1/responses", g.responses)
@@ -192,4 +192,25 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 
 func (g *Gateway) limits() openai.Limits {
 	return openai.Limits{MaxDepth: g.cfg.Limits.MaxDepth, MaxMessages: g.cfg.Limits.MaxMessages}
+}
+
+// headerLimit answers a request whose request line and headers exceed
+// limits.max_header_bytes with 431 in the surface's error shape (net/http
+// would answer plain text; its own, larger bound stays as a backstop).
+func (g *Gateway) headerLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				n += len(k) + len(v) + 4
+			}
+		}
+		if limit := g.cfg.Limits.MaxHeaderBytes; n > limit {
+			return writeError(c, &openai.Error{Status: http.StatusRequestHeaderFieldsTooLarge, Type: openai.TypeInvalidRequest,
+				Code:    "request_header_fields_too_large",
+				Message: fmt.Sprintf("The request's headers (%d bytes) are larger than this gateway accepts (limits.max_header_bytes = %d).", n, limit)})
+		}
+		return next(c)
+	}
 }

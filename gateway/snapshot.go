@@ -25,6 +25,11 @@ type ProviderSnapshot struct {
 	// (consecutive server-side failures); it is routable again after.
 	EjectedUntil       *time.Time `json:"ejected_until,omitempty"`
 	LastObservationSeq uint64     `json:"last_observation_seq"`
+	// Probe is what the CAPABILITIES probe sent when the node connected
+	// said (available, unavailable, unknown): evidence shown before the
+	// first request, never a routing decision.
+	Probe    string     `json:"probe,omitempty"`
+	ProbedAt *time.Time `json:"probed_at,omitempty"`
 }
 
 // Snapshot projects every provider: a provider lowered by the runtime
@@ -56,6 +61,10 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 			until := pp.outlier.until
 			s.EjectedUntil = &until
 		}
+		if !pp.probedAt.IsZero() {
+			at := pp.probedAt
+			s.Probe, s.ProbedAt = pp.probe, &at
+		}
 		if pp.disabled {
 			s.Status, s.EffectiveCapacity, s.OverlayReason = "unavailable", 0, "disabled_by_configuration"
 		}
@@ -66,4 +75,13 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })
 	return out
+}
+
+// NoteProbe records a connect probe's evidence for the status views.
+func (p *Pool) NoteProbe(k providerKey, status string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pp := p.providers[k]; pp != nil {
+		pp.probe, pp.probedAt = status, time.Now()
+	}
 }

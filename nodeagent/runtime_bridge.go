@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -278,6 +279,7 @@ func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watc
 		case pctx.Err() != nil:
 			s.sink.Emit(s.cancelled)
 		default:
+			logUpstreamFailure(b.log, s.desc.ProviderID, err)
 			s.sink.Emit(s.terminal(err))
 		}
 	})
@@ -344,4 +346,24 @@ func asFailure(err error) *execution.ExecutionFailure {
 		return f
 	}
 	return nil
+}
+
+// logUpstreamFailure logs an attempt that failed on its upstream's side
+// with the cause class (refused, dns, tls, timeout, reset, …) and the
+// transport's error (never the request or a credential; the URL is not
+// in it).
+func logUpstreamFailure(log *slog.Logger, providerID string, err error) {
+	var f *execution.ExecutionFailure
+	if err == nil || !errors.As(err, &f) || f.Upstream == nil {
+		return
+	}
+	cause, detail := strings.TrimPrefix(f.Upstream.Code, "upstream_"), f.Message
+	if f.Upstream.Status != 0 {
+		cause = "status"
+	}
+	if f.Err != nil && f.Err != error(f.Upstream) {
+		detail = f.Err.Error()
+	}
+	log.Warn("upstream failed", slog.String("provider_id", providerID), slog.String("cause", cause),
+		slog.Int("status", f.Upstream.Status), slog.String("error", detail))
 }

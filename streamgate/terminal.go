@@ -107,6 +107,9 @@ func outcomeError(o *outcome) *openai.Error {
 		return dispatchError(ErrDispatchFailed)
 	case o.kind == outFirstToken:
 		return firstTokenError()
+	case o.upstream != nil && o.upstream.Status == 0 && unreachableCause[o.upstream.Code] != "":
+		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_unavailable",
+			Message: "The provider's upstream could not be reached: " + unreachableCause[o.upstream.Code] + "."}
 	case o.kind == outUpstream && o.upstream != nil:
 		u := o.upstream
 		typ := u.Type
@@ -118,6 +121,12 @@ func outcomeError(o *outcome) *openai.Error {
 	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_error",
 		Message: "The provider's response ended abnormally before it completed."}
 }
+
+// unreachableCause names the cause classes a node reports for an
+// upstream it could not reach (never its address).
+var unreachableCause = map[string]string{"upstream_refused": "connection refused", "upstream_dns": "its host name did not resolve",
+	"upstream_tls": "the TLS handshake failed", "upstream_timeout": "the connection timed out",
+	"upstream_reset": "the connection was reset", "upstream_unreachable": "the network failed"}
 
 // inBand is the code, type and message of an in-band terminal.
 func inBand(e *openai.Error, o *outcome) (code, typ, msg string) {

@@ -44,10 +44,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("decoding /admin/providers: %w", err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROVIDER\tGEN\tADAPTER\tPATH\tMODELS\tCAPACITY\tIN FLIGHT\tQUEUE\tSTATUS\tHEALTH\tREASON\tSEQ")
+	fmt.Fprintln(tw, "PROVIDER\tGEN\tADAPTER\tPATH\tMODELS\tCAPACITY\tIN FLIGHT\tQUEUE\tSTATUS\tHEALTH\tREASON\tSEQ\tPROBE")
 	for _, p := range body.Providers {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\n", p.ProviderID, p.ConnectionGeneration, p.Adapter, p.ExecutionPath,
-			strings.Join(p.Models, ","), p.EffectiveCapacity, p.ConfiguredCapacity, p.InFlight, p.QueueDepth, p.Status, p.Health, dash(p.OverlayReason), p.LastObservationSeq)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\t%s\n", p.ProviderID, p.ConnectionGeneration, p.Adapter, p.ExecutionPath,
+			strings.Join(p.Models, ","), p.EffectiveCapacity, p.ConfiguredCapacity, p.InFlight, p.QueueDepth, p.Status, p.Health, dash(p.OverlayReason),
+			p.LastObservationSeq, dash(p.Probe))
 	}
 	if len(body.Models) > 0 {
 		fmt.Fprintln(tw, "\nMODEL\tREQUESTS\tRETRIES\tFALLBACKS\tRESUMES\tPOLICY")

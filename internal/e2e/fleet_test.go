@@ -164,6 +164,13 @@ func TestEdgeStartupAnswers503(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a configured model with its node gone: %d", resp.StatusCode)
 	}
+	// Not configured, but served until its node went away (reconnecting):
+	// 503 too, never a 404 that SDKs do not retry.
+	resp = post(t, c.URL+"/v1/chat/completions", `{"model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a served model with its node gone: %d", resp.StatusCode)
+	}
 }
 
 // TestEdgeShutdownIsPrompt: with nothing in flight, an edge stops right

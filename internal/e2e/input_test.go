@@ -110,8 +110,8 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if readAll(t, r); r.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Fatalf("huge header block: %d", r.StatusCode)
+	if b := readAll(t, r); r.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(b, `"code":"request_header_fields_too_large"`) {
+		t.Fatalf("huge header block: %d %s", r.StatusCode, b)
 	}
 }
 

@@ -110,6 +110,7 @@ func TestToxicBlackHole(t *testing.T) {
 // the node comes back once the link heals.
 func TestToxicResetPeer(t *testing.T) {
 	c, p := slowNodeCluster(t)
+	oldGen := c.Gateway.Pool().Snapshot()[0].ConnectionGeneration
 	streams := startStreams(t, c, 3)
 	start := time.Now()
 	addToxic(t, p, `{"name":"rst","type":"reset_peer","stream":"upstream","attributes":{"timeout":0}}`)
@@ -126,7 +127,16 @@ func TestToxicResetPeer(t *testing.T) {
 	if err := p.Toxics.RemoveToxic(t.Context(), "rst"); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitProviders(t, 1)
+	// The node's new session, not the old one the edge may not have
+	// dropped yet.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if s := c.Gateway.Pool().Snapshot(); len(s) == 1 && s[0].ConnectionGeneration != oldGen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not come back: %+v", c.Gateway.Pool().Snapshot())
+		}
+	}
 	resp := post(t, c.URL+"/v1/chat/completions", `{"model":"slow","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)
 	if r := collect(resp); r.status != 200 || r.done != 1 {
 		t.Fatalf("after the link healed: %+v", r)

@@ -6,11 +6,15 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	oai "github.com/iopgw/iop/codec/openai"
@@ -90,9 +94,44 @@ func ReadErrorBody(r io.Reader) []byte {
 	return b
 }
 
-// Unreachable describes a failure to get any answer from the upstream.
+// Unreachable describes a failure to get any answer from the upstream:
+// its cause class as the code (upstream_refused, upstream_dns,
+// upstream_tls, upstream_timeout, upstream_reset, upstream_unreachable)
+// and a message naming the class only — the client may see it, so never
+// the upstream's address. The node logs the full error (Detail).
 func Unreachable(err error) *execution.ExecutionFailure {
-	return execution.UpstreamFailure(&execution.UpstreamError{Message: sanitizeErr(err)})
+	cause := Cause(err)
+	f := execution.UpstreamFailure(&execution.UpstreamError{Code: "upstream_" + cause,
+		Message: "the provider's upstream could not be reached: " + causeText[cause]})
+	f.Err = fmt.Errorf("%s", sanitizeErr(err))
+	return f
+}
+
+var causeText = map[string]string{"refused": "connection refused", "dns": "its host name did not resolve",
+	"tls": "the TLS handshake failed", "timeout": "the connection timed out", "reset": "the connection was reset",
+	"unreachable": "the network failed"}
+
+// Cause classifies a transport error: refused, dns, tls, timeout, reset
+// or unreachable.
+func Cause(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var netErr net.Error
+	msg := strings.ToLower(err.Error())
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.As(err, &dnsErr):
+		return "dns"
+	case errors.As(err, &certErr), errors.As(err, &recErr), strings.Contains(msg, "tls:"), strings.Contains(msg, "x509:"):
+		return "tls"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "reset"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	}
+	return "unreachable"
 }
 
 // sanitizeErr renders a transport error without the request URL, which
