@@ -257,9 +257,9 @@ func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
 		// The server's own bound is a backstop (it answers plain text);
 		// headerLimit answers the configured one in the surface's shape.
 		MaxHeaderBytes: 2*l.MaxHeaderBytes + 4096,
-		IdleTimeout:       l.IdleTimeout,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 250},
-		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+		IdleTimeout:    l.IdleTimeout,
+		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: 250},
+		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 }
 

@@ -34,16 +34,16 @@ type Hub struct {
 	// onConnect, if set, runs (in its own goroutine) after a node's
 	// providers are registered: the connect probes.
 	onConnect func(Reception, []*wire.ProviderAdvertisement)
-	nodes   map[string]NodeConfig // by node id
-	pool    *Pool
-	log     *slog.Logger
-	metrics *edgeMetrics
-	edgeID  string
-	mtls    bool
-	limits  NodeLimitsConfig
-	link    NodeLinkConfig
-	audit   *sampledLog // refusals a stranger can cause at will
-	gen     atomic.Uint64
+	nodes     map[string]NodeConfig // by node id
+	pool      *Pool
+	log       *slog.Logger
+	metrics   *edgeMetrics
+	edgeID    string
+	mtls      bool
+	limits    NodeLimitsConfig
+	link      NodeLinkConfig
+	audit     *sampledLog // refusals a stranger can cause at will
+	gen       atomic.Uint64
 
 	mu       sync.Mutex // guards the following fields
 	conns    map[string]*nodeConn
