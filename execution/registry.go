@@ -148,3 +148,44 @@ func (r *Registry) Close() error {
 	r.started = false
 	return errors.Join(errs...)
 }
+
+// Replace installs p under desc.ProviderID, adding it or replacing the
+// provider registered there (a reload). Attempts already running keep the
+// provider they looked up. A started registry starts p (if it implements
+// Lifecycle). It returns the provider replaced, if any, for the caller to
+// close once its attempts have ended.
+func (r *Registry) Replace(ctx context.Context, desc ProviderDescriptor, p Provider) (Provider, error) {
+	if desc.ProviderID == "" || p == nil {
+		return nil, errors.New("replace provider: empty provider id or nil provider")
+	}
+	if err := ValidateStallTimeoutMS(desc.ResponseStallTimeoutMS); err != nil {
+		return nil, fmt.Errorf("replace provider %q: %w", desc.ProviderID, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lc, ok := p.(Lifecycle); ok && r.started {
+		if err := lc.Start(ctx); err != nil {
+			return nil, fmt.Errorf("start provider %q: %w", desc.ProviderID, err)
+		}
+	}
+	var old Provider
+	if e := r.entries[desc.ProviderID]; e != nil {
+		old = e.provider
+	}
+	r.entries[desc.ProviderID] = &registryEntry{desc: desc, provider: p}
+	return old, nil
+}
+
+// Remove unregisters providerID: new lookups fail with provider_not_found;
+// attempts already running keep the provider. It returns the provider
+// removed (nil if none), for the caller to close once its attempts ended.
+func (r *Registry) Remove(providerID string) Provider {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[providerID]
+	if e == nil {
+		return nil
+	}
+	delete(r.entries, providerID)
+	return e.provider
+}

@@ -37,9 +37,9 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	a := access(c)
 	a.RequestID, a.Model = sreq.RequestID, sreq.Model
 	g.withResume(sreq)
-	sum := streamgate.Serve(c.Request().Context(), g.sg, sreq, c.Response())
+	sum := streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
 	a.Sum = &sum
-	if g.pool.Known(sreq.Model) || g.cfg.configured(sreq.Model) {
+	if g.pool.Known(sreq.Model) || g.config().configured(sreq.Model) {
 		g.models.record(sreq.Model, sum)
 	}
 	return nil
@@ -60,7 +60,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
-		mode := g.cfg.Log.Access
+		mode := g.config().Log.Access
 		if mode == AccessOff {
 			return err
 		}
@@ -76,7 +76,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			outcome = "http_" + strconv.Itoa(status)
 		}
 		failed := status >= 400 || outcome != "ok"
-		if !failed && (mode == AccessErrors || g.cfg.Log.AccessSample < 1 && rand.Float64() >= g.cfg.Log.AccessSample) {
+		if !failed && (mode == AccessErrors || g.config().Log.AccessSample < 1 && rand.Float64() >= g.config().Log.AccessSample) {
 			return err
 		}
 		attrs := []slog.Attr{

@@ -83,7 +83,7 @@ func (g *Gateway) adminAuth(next http.Handler) http.Handler {
 // adminTokenOK reports whether token is the admin token (always, when
 // none is configured).
 func (g *Gateway) adminTokenOK(token string) bool {
-	want, _ := hex.DecodeString(strings.ToLower(g.cfg.Admin.TokenSHA256))
+	want, _ := hex.DecodeString(strings.ToLower(g.config().Admin.TokenSHA256))
 	if len(want) == 0 {
 		return true
 	}
@@ -128,7 +128,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (g *Gateway) adminProviders(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"providers": g.pool.Snapshot(), "models": g.models.snapshot(&g.cfg)})
+	writeJSON(w, map[string]any{"providers": g.pool.Snapshot(), "models": g.models.snapshot(g.config())})
 }
 
 func (g *Gateway) adminNodes(w http.ResponseWriter, _ *http.Request) {

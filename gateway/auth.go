@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,13 +16,18 @@ import (
 // hashes and compared in constant time; keys in a query string are
 // refused; failed attempts are rate-limited per client address.
 type authenticator struct {
+	ring atomic.Pointer[keyring] // replaced whole on reload
+
+	mu       sync.Mutex // guards failures
+	failures map[string]*failWindow
+}
+
+// keyring is the configured key material, immutable once built.
+type keyring struct {
 	keys    [][]byte // raw sha256 sums
 	ids     []string // key ids, by index of keys
 	limit   int      // failures per minute per address
 	trusted []*net.IPNet
-
-	mu       sync.Mutex // guards failures
-	failures map[string]*failWindow
 }
 
 type failWindow struct {
@@ -30,20 +36,28 @@ type failWindow struct {
 }
 
 func newAuthenticator(c AuthConfig) *authenticator {
-	a := &authenticator{limit: c.FailuresPerMinute, failures: map[string]*failWindow{}}
-	if a.limit <= 0 {
-		a.limit = 20
+	a := &authenticator{failures: map[string]*failWindow{}}
+	a.setKeys(c)
+	return a
+}
+
+// setKeys installs c's keys, limit and trusted proxies; requests already
+// authenticated are unaffected, failure windows are kept.
+func (a *authenticator) setKeys(c AuthConfig) {
+	r := &keyring{limit: c.FailuresPerMinute}
+	if r.limit <= 0 {
+		r.limit = 20
 	}
 	for _, k := range c.Keys {
 		b, _ := hex.DecodeString(strings.ToLower(k.SHA256))
-		a.keys, a.ids = append(a.keys, b), append(a.ids, k.ID)
+		r.keys, r.ids = append(r.keys, b), append(r.ids, k.ID)
 	}
 	for _, cidr := range c.TrustedProxies {
 		if _, n, err := net.ParseCIDR(cidr); err == nil {
-			a.trusted = append(a.trusted, n)
+			r.trusted = append(r.trusted, n)
 		}
 	}
-	return a
+	a.ring.Store(r)
 }
 
 // authResult is the verdict on one request.
@@ -65,7 +79,8 @@ var queryKeyParams = []string{"api_key", "api-key", "key", "apikey", "token", "a
 // trusted proxy, the address it forwarded), so one misconfigured client
 // never locks out the others — nor a valid key from the same address.
 func (a *authenticator) check(r *http.Request) (authResult, string) {
-	if len(a.keys) == 0 {
+	ring := a.ring.Load()
+	if len(ring.keys) == 0 {
 		return authOK, ""
 	}
 	addr := a.clientAddr(r)
@@ -81,7 +96,7 @@ func (a *authenticator) check(r *http.Request) (authResult, string) {
 	}
 	sum := sha256.Sum256([]byte(key))
 	found := -1
-	for i, k := range a.keys {
+	for i, k := range ring.keys {
 		if subtle.ConstantTimeCompare(sum[:], k) == 1 {
 			found = i
 		}
@@ -89,7 +104,7 @@ func (a *authenticator) check(r *http.Request) (authResult, string) {
 	if found < 0 {
 		return a.failure(addr, authInvalid), ""
 	}
-	return authOK, a.ids[found]
+	return authOK, ring.ids[found]
 }
 
 // failure counts a failed attempt from addr and returns r, or
@@ -126,7 +141,7 @@ func (a *authenticator) clientAddr(r *http.Request) string {
 
 func (a *authenticator) isTrusted(addr string) bool {
 	ip := net.ParseIP(addr)
-	for _, n := range a.trusted {
+	for _, n := range a.ring.Load().trusted {
 		if ip != nil && n.Contains(ip) {
 			return true
 		}
@@ -153,7 +168,7 @@ func (a *authenticator) throttled(addr string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w := a.failures[addr]
-	return w != nil && time.Since(w.start) < time.Minute && w.n >= a.limit
+	return w != nil && time.Since(w.start) < time.Minute && w.n >= a.ring.Load().limit
 }
 
 func (a *authenticator) fail(addr string) {

@@ -33,6 +33,9 @@ type Config struct {
 	Limits  LimitsConfig  `koanf:"limits"`
 	Queue   QueueConfig   `koanf:"queue"`
 	Retry   RetryConfig   `koanf:"retry"`
+	// Reload: SIGHUP always re-reads the file; with watch, a change of its
+	// content does too (polled every interval, default 2s).
+	Reload ReloadConfig `koanf:"reload"`
 	Models  []ModelConfig `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
 	Providers  []ProviderPolicy `koanf:"providers"`
@@ -157,6 +160,12 @@ type NodeLimitsConfig struct {
 	// Defaults 64 and 4096.
 	MaxConnsPerSource int `koanf:"max_conns_per_source"`
 	MaxConns          int `koanf:"max_conns"`
+}
+
+// ReloadConfig is when the configuration file is re-read.
+type ReloadConfig struct {
+	Watch    bool          `koanf:"watch"`
+	Interval time.Duration `koanf:"interval"`
 }
 
 // QueueConfig bounds the per-model wait for a provider slot.

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -39,20 +40,24 @@ type Options struct {
 	HTTPListener, NodeListener, AdminListener net.Listener
 	// Clock for the request runtime (tests).
 	Clock streamgate.Clock
+	// Level, if set, is the process log level, which Reload changes.
+	Level *slog.LevelVar
 }
 
 // Gateway is one edge.
 type Gateway struct {
-	cfg     Config
+	conf    atomic.Pointer[Config] // the current configuration; replaced whole by Reload
+	confGen atomic.Uint64          // its generation (1 at start)
 	models  modelStats
 	opts    Options
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	pool    *Pool
 	hub     *Hub
-	sg      *streamgate.Config
+	sg      atomic.Pointer[streamgate.Config]
 	auth    *authenticator
 	metrics *edgeMetrics
+	reloads *prometheus.CounterVec
 	health  *healthObservability
 	events  *eventLog
 	started time.Time
@@ -82,7 +87,9 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	if cfg.EdgeID == "" {
 		cfg.EdgeID, _ = os.Hostname()
 	}
-	g := &Gateway{cfg: cfg, opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
+	g := &Gateway{opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
+	g.conf.Store(&cfg)
+	g.confGen.Store(1)
 	g.drain, g.drainNow = context.WithCancel(context.Background())
 	g.health = newHealthObservability(g.reg, g.log)
 	g.events = newEventLog()
@@ -94,21 +101,35 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.hub.onConnect = g.probeOnConnect
 	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
 	g.auth = newAuthenticator(cfg.Auth)
+	sg, err := g.runtimeConfig(&cfg, streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock))
+	if err != nil {
+		return nil, err
+	}
+	g.sg.Store(sg)
+	g.newConfigMetrics()
+	g.echo = g.newEcho()
+	return g, nil
+}
+
+// config is the current configuration.
+func (g *Gateway) config() *Config { return g.conf.Load() }
+
+// runtimeConfig is the request runtime's configuration for cfg, sharing
+// budget (its counters survive a reload).
+func (g *Gateway) runtimeConfig(cfg *Config, budget *streamgate.Budget) (*streamgate.Config, error) {
 	filter, err := streamgate.NewFilter(filterRules(cfg.StreamGate.Filter))
 	if err != nil {
 		return nil, err
 	}
 	sg := streamgate.Config{
-		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
+		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
 		Hold:           streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
-		Policy:         cfg.RetryPolicy,
+		Policy:         func(model string) streamgate.RetryPolicy { return g.config().RetryPolicy(model) },
 		BackstopMargin: cfg.StreamGate.BackstopMargin,
-		Budget:         streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock),
+		Budget:         budget,
 	}.WithDefaults()
-	g.sg = &sg
-	g.echo = g.newEcho()
-	return g, nil
+	return &sg, nil
 }
 
 func filterRules(f FilterConfig) []streamgate.FilterRule {
@@ -119,18 +140,18 @@ func filterRules(f FilterConfig) []streamgate.FilterRule {
 }
 
 func (g *Gateway) queueConfig(model string) QueueConfig {
-	q := g.cfg.model(model).Queue
+	q := g.config().model(model).Queue
 	if q.MaxLength <= 0 {
-		q.MaxLength = g.cfg.Queue.MaxLength
+		q.MaxLength = g.config().Queue.MaxLength
 	}
 	if q.MaxWait <= 0 {
-		q.MaxWait = g.cfg.Queue.MaxWait
+		q.MaxWait = g.config().Queue.MaxWait
 	}
 	return q
 }
 
 func (g *Gateway) providerPolicy(id string) ProviderPolicy {
-	for _, p := range g.cfg.Providers {
+	for _, p := range g.config().Providers {
 		if p.ID == id {
 			return p
 		}
@@ -172,16 +193,16 @@ func (g *Gateway) listen(name, addr string, ln net.Listener) (net.Listener, erro
 
 // Listen binds every listener (so their addresses are known before Serve).
 func (g *Gateway) Listen() (httpLn, nodeLn, adminLn net.Listener, err error) {
-	if httpLn, err = g.listen("http", g.cfg.Listen, g.opts.HTTPListener); err != nil {
+	if httpLn, err = g.listen("http", g.config().Listen, g.opts.HTTPListener); err != nil {
 		return
 	}
-	if nodeLn, err = g.listen("node", g.cfg.NodeListen, g.opts.NodeListener); err != nil {
+	if nodeLn, err = g.listen("node", g.config().NodeListen, g.opts.NodeListener); err != nil {
 		httpLn.Close()
 		return
 	}
-	nodeLn = limitConns(nodeLn, g.cfg.NodeLimits.MaxConnsPerSource, g.cfg.NodeLimits.MaxConns, g.log)
-	if g.cfg.AdminListen != "" || g.opts.AdminListener != nil {
-		if adminLn, err = g.listen("admin", g.cfg.AdminListen, g.opts.AdminListener); err != nil {
+	nodeLn = limitConns(nodeLn, g.config().NodeLimits.MaxConnsPerSource, g.config().NodeLimits.MaxConns, g.log)
+	if g.config().AdminListen != "" || g.opts.AdminListener != nil {
+		if adminLn, err = g.listen("admin", g.config().AdminListen, g.opts.AdminListener); err != nil {
 			httpLn.Close()
 			nodeLn.Close()
 		}
@@ -225,7 +246,12 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 	}
 	pctx, stopProbes := context.WithCancel(ctx)
 	wg.Go(func() { g.runRecoveryProbes(pctx) })
-	g.log.Info("edge listening", "http", httpLn.Addr().String(), "node", nodeLn.Addr().String())
+	admin := ""
+	if adminLn != nil {
+		admin = adminLn.Addr().String()
+	}
+	g.log.Info("edge listening", "http", httpLn.Addr().String(), "node", nodeLn.Addr().String(), "admin", admin,
+		"config_generation", g.confGen.Load())
 
 	var first error
 	select {
@@ -250,7 +276,7 @@ func ignoreClosed(err error) error {
 // the runtime sets per-write deadlines instead), and, for HTTP/2 over TLS,
 // an explicit bound of 250 concurrent streams per connection.
 func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
-	l := g.cfg.Limits
+	l := g.config().Limits
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
@@ -264,15 +290,15 @@ func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
 }
 
 func (g *Gateway) serveHTTP(srv *http.Server, ln net.Listener) error {
-	if g.cfg.TLS.CertFile != "" {
-		return srv.ServeTLS(ln, g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile)
+	if g.config().TLS.CertFile != "" {
+		return srv.ServeTLS(ln, g.config().TLS.CertFile, g.config().TLS.KeyFile)
 	}
 	return srv.Serve(ln)
 }
 
 // nodeCreds returns the node link's TLS credentials (nil: plaintext).
 func (g *Gateway) nodeCreds() (credentials.TransportCredentials, error) {
-	t := g.cfg.NodeTLS
+	t := g.config().NodeTLS
 	if t.CertFile == "" {
 		return nil, nil
 	}
@@ -302,7 +328,7 @@ func (g *Gateway) shutdown() {
 	httpSrv, adminSrv, grpcSrv := g.httpSrv, g.adminSrv, g.grpcSrv
 	g.mu.Unlock()
 	g.hub.drain()
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), g.config().DrainTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(ctx); err != nil {
 		// Streams still open get a typed terminal, then their connections close.

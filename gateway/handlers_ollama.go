@@ -104,7 +104,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	req, oe := ollama.Decode(body, generate, g.cfg.Limits.MaxDepth)
+	req, oe := ollama.Decode(body, generate, g.config().Limits.MaxDepth)
 	if oe != nil {
 		return c.JSONBlob(oe.Status, oe.Body())
 	}
@@ -132,7 +132,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	}
 	sreq := &streamgate.Request{Surface: surface, Stream: req.Stream, Model: req.Model, Need: streamgate.NeedOllamaAware,
 		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: "req_" + randomID()}
-	if len(body) <= g.cfg.StreamGate.SnapshotMaxBytes {
+	if len(body) <= g.config().StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}
 	return g.serve(c, sreq)

@@ -111,9 +111,9 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 		run.Header = httphdr.Propagate(c.Request().Header)
 	}
 	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: model, Method: http.MethodPost, Path: path, Header: hdr, Body: body}
-	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: g.cfg.model(model).Fallbacks,
+	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: g.config().model(model).Fallbacks,
 		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID()}
-	if len(body) <= g.cfg.StreamGate.SnapshotMaxBytes {
+	if len(body) <= g.config().StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}
 	sreq.RebuildForModel = func(m string) (streamgate.Work, error) {
@@ -171,7 +171,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 // starting reports whether the edge is still waiting for its nodes: within
 // StartupGrace of start, until every configured node has connected once.
 func (g *Gateway) starting() bool {
-	return time.Since(g.started) < g.cfg.NodeLink.StartupGrace && !g.hub.allSeen()
+	return time.Since(g.started) < g.config().NodeLink.StartupGrace && !g.hub.allSeen()
 }
 
 // knownModel answers a model no connected provider (nor a fallback's)
@@ -185,12 +185,12 @@ func (g *Gateway) knownModel(model string) *openai.Error {
 	if g.pool.Known(model) {
 		return nil
 	}
-	for _, f := range g.cfg.model(model).Fallbacks {
+	for _, f := range g.config().model(model).Fallbacks {
 		if g.pool.Known(f) {
 			return nil
 		}
 	}
-	if g.cfg.configured(model) || g.starting() || g.pool.Served(model) {
+	if g.config().configured(model) || g.starting() || g.pool.Served(model) {
 		return openai.ModelUnavailable(model)
 	}
 	return openai.ModelNotFound(model)

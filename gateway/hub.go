@@ -34,7 +34,7 @@ type Hub struct {
 	// onConnect, if set, runs (in its own goroutine) after a node's
 	// providers are registered: the connect probes.
 	onConnect func(Reception, []*wire.ProviderAdvertisement)
-	nodes     map[string]NodeConfig // by node id
+	nodes     atomic.Pointer[map[string]NodeConfig] // by node id; replaced whole by SetNodes
 	pool      *Pool
 	log       *slog.Logger
 	metrics   *edgeMetrics
@@ -130,12 +130,10 @@ func (a *attemptConn) end() { a.once.Do(func() { close(a.done) }) }
 
 // NewHub returns a hub.
 func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
-	h := &Hub{nodes: map[string]NodeConfig{}, pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
+	h := &Hub{pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
 		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
-	for _, n := range nodes {
-		h.nodes[n.ID] = n
-	}
+	h.SetNodes(nodes)
 	// Generations start from the wall clock so a restarted edge never
 	// reissues an old one.
 	h.gen.Store(uint64(time.Now().UnixMilli()))
@@ -181,7 +179,7 @@ func (h *Hub) nodeForToken(token string) (string, bool) {
 	}
 	sum := HashToken(token)
 	found := ""
-	for id, n := range h.nodes {
+	for id, n := range *h.nodes.Load() {
 		want := n.TokenSHA256
 		if want == "" {
 			want = HashToken(n.Token)
@@ -362,7 +360,7 @@ func (h *Hub) answered(c *nodeConn) {
 // capacity into [1, max_capacity], the stall timeout to
 // max_stall_timeout. Everything a node sends is untrusted input.
 func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire.ProviderAdvertisement, error) {
-	n := h.nodes[nodeID]
+	n := (*h.nodes.Load())[nodeID]
 	if len(ads) > h.limits.MaxProviders {
 		return nil, fmt.Errorf("%d providers advertised; at most %d are accepted", len(ads), h.limits.MaxProviders)
 	}
@@ -446,7 +444,7 @@ func (h *Hub) readvertise(c *nodeConn, ads []*wire.ProviderAdvertisement) {
 func (h *Hub) allSeen() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.seen) >= len(h.nodes)
+	return len(h.seen) >= len(*h.nodes.Load())
 }
 
 // wait returns once every session reader has ended (after the gRPC server

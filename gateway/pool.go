@@ -583,3 +583,20 @@ func (p *Pool) countQueueRejected(reason string) {
 		p.metrics.queueRejected.WithLabelValues(reason).Inc()
 	}
 }
+
+// Reconfigure applies reloaded overlay and outlier settings and each
+// provider's configured policy (priority, disabled) to the providers
+// already registered; leases in flight are untouched.
+func (p *Pool) Reconfigure(overlay OverlayConfig, outlier OutlierConfig) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.overlayCfg, p.outlierCfg = overlay, outlier.withDefaults()
+	for k, pp := range p.providers {
+		pol := p.policy(k.edgeID())
+		if pol.ID == "" {
+			pol = p.policy(pp.ad.GetProviderId())
+		}
+		pp.priority, pp.disabled = pol.Priority, pol.Disabled
+	}
+	p.pumpLocked()
+}

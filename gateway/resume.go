@@ -14,7 +14,7 @@ import (
 // can be continued after a prefix on any model.
 func (g *Gateway) withResume(sreq *streamgate.Request) {
 	run := sreq.Work.Run
-	if run == nil || !sreq.Stream || !g.cfg.RetryPolicy(sreq.Model).Resume {
+	if run == nil || !sreq.Stream || !g.config().RetryPolicy(sreq.Model).Resume {
 		return
 	}
 	sreq.Work.Tunnel, sreq.Work.Native = nil, nil

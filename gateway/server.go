@@ -173,16 +173,16 @@ func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	r := c.Request()
 	rc := http.NewResponseController(c.Response().Writer)
-	if d := g.cfg.Limits.BodyReadTimeout; d > 0 {
+	if d := g.config().Limits.BodyReadTimeout; d > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(d))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, g.cfg.Limits.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, g.config().Limits.MaxBodyBytes))
 	if err != nil {
 		c.Response().Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
-				Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", g.cfg.Limits.MaxBodyBytes)}
+				Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", g.config().Limits.MaxBodyBytes)}
 		}
 		return nil, openai.InvalidRequest("", "The request body could not be read.")
 	}
@@ -191,7 +191,7 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 }
 
 func (g *Gateway) limits() openai.Limits {
-	return openai.Limits{MaxDepth: g.cfg.Limits.MaxDepth, MaxMessages: g.cfg.Limits.MaxMessages}
+	return openai.Limits{MaxDepth: g.config().Limits.MaxDepth, MaxMessages: g.config().Limits.MaxMessages}
 }
 
 // headerLimit answers a request whose request line and headers exceed
@@ -206,7 +206,7 @@ func (g *Gateway) headerLimit(next echo.HandlerFunc) echo.HandlerFunc {
 				n += len(k) + len(v) + 4
 			}
 		}
-		if limit := g.cfg.Limits.MaxHeaderBytes; n > limit {
+		if limit := g.config().Limits.MaxHeaderBytes; n > limit {
 			return writeError(c, &openai.Error{Status: http.StatusRequestHeaderFieldsTooLarge, Type: openai.TypeInvalidRequest,
 				Code:    "request_header_fields_too_large",
 				Message: fmt.Sprintf("The request's headers (%d bytes) are larger than this gateway accepts (limits.max_header_bytes = %d).", n, limit)})

@@ -33,6 +33,8 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// Version is reported to the edge in Hello.
 	Version string
+	// Level, if set, is the process log level, which Reload changes.
+	Level *slog.LevelVar
 	// NoMetricsServer disables the /metrics listener (the host serves it).
 	NoMetricsServer bool
 }
@@ -50,6 +52,9 @@ type Agent struct {
 	sessions map[string]*Session
 	draining atomic.Bool
 	links    *linkMetrics
+	// provMu guards cfg.Providers, which Reload replaces.
+	provMu    sync.RWMutex
+	malformed *prometheus.CounterVec
 }
 
 // New builds an agent from a resolved configuration.
@@ -77,7 +82,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, opts: opts, log: opts.Log, registry: registry, sessions: map[string]*Session{}, links: links}
+	a := &Agent{cfg: cfg, opts: opts, log: opts.Log, registry: registry, sessions: map[string]*Session{}, links: links, malformed: malformed}
 	a.bridge = NewBridge(BridgeConfig{
 		Registry: registry, Probes: &ProbeCoordinator{Timeout: opts.ProbeTimeout},
 		Observer: newLivenessObservability(opts.Registerer, opts.Log), Log: opts.Log, CloseGrace: cfg.Liveness.CloseGrace,

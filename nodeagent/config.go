@@ -28,6 +28,10 @@ type Config struct {
 	Metrics MetricsConfig `koanf:"metrics"`
 	// Log configures structured logging.
 	Log LogConfig `koanf:"log"`
+	// Reload: SIGHUP always re-reads the file (providers and log level);
+	// with watch, a change of its content does too (polled every interval,
+	// default 2s).
+	Reload ReloadConfig `koanf:"reload"`
 	// Liveness tunes the stall watchdog.
 	Liveness LivenessConfig `koanf:"liveness"`
 	// Providers are the model servers this node runs work on.
@@ -368,4 +372,10 @@ func validID(s string) bool {
 		}
 	}
 	return true
+}
+
+// ReloadConfig is when the configuration file is re-read.
+type ReloadConfig struct {
+	Watch    bool          `koanf:"watch"`
+	Interval time.Duration `koanf:"interval"`
 }

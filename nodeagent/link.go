@@ -273,6 +273,8 @@ func (a *Agent) run(ctx context.Context, sess *Session, st wire.NodeLink_Attempt
 // advertisement describes the node's providers.
 func (a *Agent) advertisement() *wire.Advertisement {
 	ad := &wire.Advertisement{NodeId: a.cfg.NodeID}
+	a.provMu.RLock()
+	defer a.provMu.RUnlock()
 	for _, pc := range a.cfg.Providers {
 		p, desc, err := a.registry.Lookup(pc.ID)
 		if err != nil {

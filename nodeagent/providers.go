@@ -22,11 +22,7 @@ func buildRegistry(cfg Config, malformed *prometheus.CounterVec, log *slog.Logge
 		if err != nil {
 			return nil, fmt.Errorf("providers[%d]: %w", i, err)
 		}
-		desc := execution.ProviderDescriptor{
-			ProviderID: pc.ID, Adapter: pc.Adapter, InstanceKey: pc.InstanceKey, Target: pc.Target,
-			Models: pc.Models, Capacity: pc.Capacity, ResponseStallTimeoutMS: pc.ResponseStallTimeoutMS,
-		}
-		if err := reg.Register(desc, p); err != nil {
+		if err := reg.Register(descriptorOf(pc), p); err != nil {
 			return nil, err
 		}
 	}
@@ -56,4 +52,12 @@ func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec, log *slog
 			}}), nil
 	}
 	return nil, fmt.Errorf("unknown adapter %q", pc.Adapter)
+}
+
+// descriptorOf is a provider config's registry identity and shape.
+func descriptorOf(pc *ProviderConfig) execution.ProviderDescriptor {
+	return execution.ProviderDescriptor{
+		ProviderID: pc.ID, Adapter: pc.Adapter, InstanceKey: pc.InstanceKey, Target: pc.Target,
+		Models: pc.Models, Capacity: pc.Capacity, ResponseStallTimeoutMS: pc.ResponseStallTimeoutMS,
+	}
 }

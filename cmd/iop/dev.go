@@ -83,7 +83,7 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 	if len(cfg.Node.Providers) == 0 {
 		cfg.Node.Providers = defaultDevProviders()
 	}
-	log, err := newLogger(stderr, cfg.Gateway.Log.Level, cfg.Gateway.Log.Format)
+	log, _, err := newLogger(stderr, cfg.Gateway.Log.Level, cfg.Gateway.Log.Format)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"log/slog"
 
 	"github.com/iopgw/iop/gateway"
 )
@@ -23,13 +24,30 @@ func runGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
+	log, level, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(cfg, gateway.Options{Log: log})
+	g, err := gateway.New(cfg, gateway.Options{Log: log, Level: level})
 	if err != nil {
 		return err
 	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go watchReloads(rctx, *path, reloadPolicy(cfg.Reload), log, func() { reloadGateway(g, *path, log) })
 	return g.Run(ctx)
+}
+
+// reloadGateway re-reads path and applies it; an invalid file changes
+// nothing.
+func reloadGateway(g *gateway.Gateway, path string, log *slog.Logger) {
+	err := g.ReloadFile(path)
+	switch {
+	case err == nil:
+	case gateway.IsRestartRequired(err):
+		log.Warn("configuration reloaded in part", "error", err.Error(), "generation", g.ConfigGeneration())
+	default:
+		log.Error("configuration reload rejected; still running the previous configuration", "error", err.Error(),
+			"generation", g.ConfigGeneration())
+	}
 }

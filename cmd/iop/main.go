@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	err := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil && !errors.Is(err, errUsage) {
@@ -96,3 +96,11 @@ func usage(w io.Writer) {
 
 // commandOrder is the order of the usage text.
 var commandOrder = []string{"dev", "gateway", "node", "status", "version"}
+
+// signalContext ends on SIGINT or SIGTERM (a drain). SIGHUP is never
+// fatal: the commands that have a configuration file reload it; the
+// others ignore it.
+func signalContext() (context.Context, context.CancelFunc) {
+	signal.Ignore(syscall.SIGHUP)
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -23,13 +23,24 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
+	log, level, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
 	if err != nil {
 		return err
 	}
-	a, err := nodeagent.New(cfg, nodeagent.Options{Log: log, Version: version})
+	a, err := nodeagent.New(cfg, nodeagent.Options{Log: log, Version: version, Level: level})
 	if err != nil {
 		return err
 	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go watchReloads(rctx, *path, reloadPolicy(cfg.Reload), log, func() {
+		next, err := nodeagent.LoadConfig(*path)
+		if err == nil {
+			err = a.Reload(rctx, next)
+		}
+		if err != nil {
+			log.Error("configuration reload not (fully) applied", "error", err.Error())
+		}
+	})
 	return a.Run(ctx)
 }

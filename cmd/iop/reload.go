@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// reloadPolicy is when a running process re-reads its configuration file:
+// always on SIGHUP; also when the file's content changes, if watch is on
+// (polled, which also sees Kubernetes ConfigMap updates).
+type reloadPolicy struct {
+	Watch    bool          `koanf:"watch"`
+	Interval time.Duration `koanf:"interval"`
+}
+
+// watchReloads calls reload on SIGHUP and, with p.Watch, when path's
+// content changes, until ctx ends. reload logs its own outcome. Without a
+// file, SIGHUP is logged and ignored (it never kills the process).
+func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Logger, reload func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var tick <-chan time.Time
+	last := fileSum(path)
+	if p.Watch && path != "" {
+		if p.Interval <= 0 {
+			p.Interval = 2 * time.Second
+		}
+		t := time.NewTicker(p.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if path == "" {
+				log.Warn("SIGHUP ignored: no configuration file to reload")
+				continue
+			}
+			last = fileSum(path)
+			reload()
+		case <-tick:
+			if sum := fileSum(path); sum != nil && !bytes.Equal(sum, last) {
+				last = sum
+				reload()
+			}
+		}
+	}
+}
+
+func fileSum(path string) []byte {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	s := sha256.Sum256(b)
+	return s[:]
+}

@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"errors"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SetNodes replaces the configured nodes. A node no longer listed takes
+// no new work at once; its session ends once its in-flight attempts have
+// (bounded by the drain timeout), so no stream is cut. A listed node's
+// new token or grant applies from its next connection or advertisement.
+func (h *Hub) SetNodes(nodes []NodeConfig) {
+	m := make(map[string]NodeConfig, len(nodes))
+	for _, n := range nodes {
+		m[n.ID] = n
+	}
+	h.nodes.Store(&m)
+	h.mu.Lock()
+	var removed []*nodeConn
+	for id, c := range h.conns {
+		if _, ok := m[id]; !ok {
+			removed = append(removed, c)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range removed {
+		h.pool.SetNodeState(c.nodeID, c.gen, NodeDraining)
+		h.log.Warn("node removed from the configuration: it takes no new work; its session ends when its streams have", "node_id", c.nodeID)
+		go h.retire(c, DefaultConfig().DrainTimeout)
+	}
+}
+
+// retire closes c once it has no open attempt, or after limit.
+func (h *Hub) retire(c *nodeConn, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		c.attemptsMu.Lock()
+		n := len(c.attempts)
+		c.attemptsMu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-c.done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	c.close()
+}
+
+// restartOnly are the keys a reload cannot change: listeners and their
+// TLS, the edge id, and the node-link limits the listener was built with.
+func restartOnly(old, cur *Config) []string {
+	var keys []string
+	for key, same := range map[string]bool{
+		"listen": old.Listen == cur.Listen, "node_listen": old.NodeListen == cur.NodeListen,
+		"admin_listen": old.AdminListen == cur.AdminListen, "tls": old.TLS == cur.TLS, "node_tls": old.NodeTLS == cur.NodeTLS,
+		"edge_id": cur.EdgeID == "" || old.EdgeID == cur.EdgeID, "node_limits": old.NodeLimits == cur.NodeLimits,
+		"node_link": old.NodeLink == cur.NodeLink, "log.format": old.Log.Format == cur.Log.Format,
+		"streamgate.budget_ratio": old.StreamGate.BudgetRatio == cur.StreamGate.BudgetRatio,
+		"streamgate.budget_min":   old.StreamGate.BudgetMin == cur.StreamGate.BudgetMin,
+	} {
+		if !same {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// Reload applies a new configuration without dropping a stream: client
+// keys, models, fallbacks and retry policies, provider policies, nodes,
+// limits, the access log, the admin token and the log level take effect
+// for new requests; requests in flight finish under the configuration
+// they started with. An invalid configuration changes nothing. Keys that
+// need a restart keep their running values; the error names them (the
+// rest was applied).
+func (g *Gateway) Reload(next Config) error {
+	if err := next.Validate(); err != nil {
+		g.reloads.WithLabelValues("rejected").Inc()
+		return err
+	}
+	old := g.config()
+	fixed := restartOnly(old, &next)
+	// What needs a restart keeps its running value.
+	next.Listen, next.NodeListen, next.AdminListen, next.TLS, next.NodeTLS = old.Listen, old.NodeListen, old.AdminListen, old.TLS, old.NodeTLS
+	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format
+	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
+	sg, err := g.runtimeConfig(&next, g.sg.Load().Budget)
+	if err != nil {
+		g.reloads.WithLabelValues("rejected").Inc()
+		return err
+	}
+	g.conf.Store(&next)
+	g.sg.Store(sg)
+	g.auth.setKeys(next.Auth)
+	g.pool.Reconfigure(next.Overlay, next.Outlier)
+	g.hub.SetNodes(next.Nodes)
+	if g.opts.Level != nil {
+		var lv slog.Level
+		if lv.UnmarshalText([]byte(strings.ToUpper(next.Log.Level))) == nil {
+			g.opts.Level.Set(lv)
+		}
+	}
+	gen := g.confGen.Add(1)
+	g.reloads.WithLabelValues("applied").Inc()
+	g.log.Info("configuration reloaded", "generation", gen, "changed", changedKeys(old, &next))
+	if len(fixed) > 0 {
+		return &RestartRequiredError{Keys: fixed}
+	}
+	return nil
+}
+
+// ReloadFile loads path (file and environment, as at start) and applies
+// it; a file that does not load or validate changes nothing and counts as
+// a rejected reload.
+func (g *Gateway) ReloadFile(path string) error {
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		g.reloads.WithLabelValues("rejected").Inc()
+		return err
+	}
+	return g.Reload(cfg)
+}
+
+// RestartRequiredError names changed keys a reload could not apply.
+type RestartRequiredError struct{ Keys []string }
+
+func (e *RestartRequiredError) Error() string {
+	return "applied, except keys that need a restart: " + strings.Join(e.Keys, ", ")
+}
+
+// IsRestartRequired reports whether err only says some keys need a restart.
+func IsRestartRequired(err error) bool { return errors.As(err, new(*RestartRequiredError)) }
+
+// changedKeys names the top-level keys whose value changed (never values:
+// they may hold credentials).
+func changedKeys(old, cur *Config) []string {
+	var out []string
+	ov, cv := reflect.ValueOf(*old), reflect.ValueOf(*cur)
+	t := ov.Type()
+	for i := range t.NumField() {
+		if !reflect.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
+			key := t.Field(i).Tag.Get("koanf")
+			if key == "" {
+				key = strings.ToLower(t.Field(i).Name)
+			}
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// newConfigMetrics registers the configuration's generation and reload
+// counters.
+func (g *Gateway) newConfigMetrics() {
+	g.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "iop_edge_config_reloads_total",
+		Help: "Configuration reloads by result: applied or rejected (invalid; the running configuration stays).",
+	}, []string{"result"})
+	gen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "iop_edge_config_generation",
+		Help: "The running configuration's generation: 1 at start, +1 per applied reload.",
+	}, func() float64 { return float64(g.confGen.Load()) })
+	g.reg.MustRegister(g.reloads, gen)
+}
+
+// Config returns a copy of the running configuration.
+func (g *Gateway) Config() Config { return *g.config() }
+
+// ConfigGeneration is the running configuration's generation.
+func (g *Gateway) ConfigGeneration() uint64 { return g.confGen.Load() }
+
+
