@@ -35,8 +35,8 @@ type Config struct {
 	Retry   RetryConfig   `koanf:"retry"`
 	// Reload: SIGHUP always re-reads the file; with watch, a change of its
 	// content does too (polled every interval, default 2s).
-	Reload ReloadConfig `koanf:"reload"`
-	Models  []ModelConfig `koanf:"models"`
+	Reload ReloadConfig  `koanf:"reload"`
+	Models []ModelConfig `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
 	Providers  []ProviderPolicy `koanf:"providers"`
 	StreamGate StreamGateConfig `koanf:"streamgate"`

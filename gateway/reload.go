@@ -175,5 +175,3 @@ func (g *Gateway) Config() Config { return *g.config() }
 
 // ConfigGeneration is the running configuration's generation.
 func (g *Gateway) ConfigGeneration() uint64 { return g.confGen.Load() }
-
-
