@@ -194,6 +194,13 @@ func TestRogueNodeClaims(t *testing.T) {
 func TestUnsolicitedAttemptStreamsAreRefused(t *testing.T) {
 	c := hostileCluster(t)
 	n := startRogue(t, c, []*wire.ProviderAdvertisement{rogueProvider("p", "m", 4, 1000)}, nil)
+	// The edge's connect probe is the one solicited command: wait until it
+	// gave up on the rogue (which never answers) before the attack.
+	for deadline := time.Now().Add(10 * time.Second); !probed(c, "rogue/p"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the connect probe never settled")
+		}
+	}
 	ctx := n.Session.Context()
 	worst := legitLatency(t, c, func() {
 		for range 200 {
@@ -211,4 +218,14 @@ func TestUnsolicitedAttemptStreamsAreRefused(t *testing.T) {
 		t.Errorf("legitimate requests took up to %v during the attack", worst)
 	}
 	t.Logf("legitimate requests during 200 unsolicited attempt streams: slowest %v", worst.Round(time.Millisecond))
+}
+
+// probed reports whether the edge's connect probe of provider finished.
+func probed(c *Cluster, provider string) bool {
+	for _, p := range c.Gateway.Pool().Snapshot() {
+		if p.ProviderID == provider && p.Probe != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -69,8 +69,8 @@ func (n *Node) serve(respond Respond) {
 			return
 		}
 		d := m.GetDispatch()
-		if d == nil {
-			continue
+		if d == nil || respond == nil {
+			continue // without respond, the node never takes work
 		}
 		go n.attempt(d.GetDispatchId(), respond)
 	}
