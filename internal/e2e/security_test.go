@@ -339,3 +339,40 @@ func TestAdminSurface(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthLimiterUnderAttack: 1,000 bad keys from one address are limited
+// (429 after the first 20), while a valid key from the same address keeps
+// working throughout.
+func TestAuthLimiterUnderAttack(t *testing.T) {
+	c := simCluster(t, func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "good", SHA256: gateway.HashToken("sk-good")}}
+	})
+	get := func(key string) int {
+		req, _ := http.NewRequest(http.MethodGet, c.URL+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	throttled := 0
+	for i := range 1000 {
+		switch get(fmt.Sprintf("sk-bad-%d", i)) {
+		case http.StatusTooManyRequests:
+			throttled++
+		case http.StatusUnauthorized:
+		default:
+			t.Fatal("a bad key was not refused")
+		}
+		if i%50 == 0 {
+			if code := get("sk-good"); code != http.StatusOK {
+				t.Fatalf("the valid key after %d bad attempts: %d", i+1, code)
+			}
+		}
+	}
+	if throttled != 1000-20 {
+		t.Fatalf("%d of 1,000 bad attempts throttled, want 980", throttled)
+	}
+}
