@@ -128,7 +128,8 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (g *Gateway) adminProviders(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"providers": g.pool.Snapshot(), "models": g.models.snapshot(g.config())})
+	writeJSON(w, map[string]any{"providers": g.pool.Snapshot(), "models": g.models.snapshot(g.config()),
+		"config_generation": g.confGen.Load()})
 }
 
 func (g *Gateway) adminNodes(w http.ResponseWriter, _ *http.Request) {
