@@ -156,13 +156,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) drain() {
 	a.draining.Store(true)
 	start := time.Now()
-	a.mu.Lock()
-	sessions := make([]*Session, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		sessions = append(sessions, s)
-	}
-	a.mu.Unlock()
-	for _, s := range sessions {
+	for _, s := range a.liveSessions() {
 		if s.State() == StateConnected {
 			_ = s.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Draining{Draining: &wire.Draining{}}})
 		}
@@ -236,5 +230,16 @@ func (a *Agent) Sessions() []SessionInfo {
 		out = append(out, SessionInfo{Edge: edge, State: s.State(), Generation: s.Generation()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Edge < out[j].Edge })
+	return out
+}
+
+// liveSessions is a snapshot of the agent's sessions.
+func (a *Agent) liveSessions() []*Session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*Session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		out = append(out, s)
+	}
 	return out
 }

@@ -111,13 +111,7 @@ func (a *Agent) retireProvider(p execution.Provider) {
 // readvertise sends the current advertisement on every live session.
 func (a *Agent) readvertise() {
 	ad := a.advertisement()
-	a.mu.Lock()
-	sessions := make([]*Session, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		sessions = append(sessions, s)
-	}
-	a.mu.Unlock()
-	for _, s := range sessions {
+	for _, s := range a.liveSessions() {
 		if err := s.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Advertisement{Advertisement: ad}}); err != nil {
 			a.log.Debug("re-advertisement not sent; the next session advertises", slog.String("error", err.Error()))
 		}
