@@ -6,23 +6,6 @@ import (
 	"time"
 )
 
-// ReplayGate is the exact-replay gate: replay iff the response is
-// uncommitted, the caller has not cancelled, the request is free of side
-// effects, and the shared budget allows one more attempt. (Being
-// snapshot-backed is checked before the gate: without a snapshot there is
-// nothing to replay.)
-type ReplayGate struct {
-	Committed       bool
-	Cancelled       bool
-	SideEffect      bool
-	BudgetAvailable bool
-}
-
-// Allows reports whether the gate lets a replay through.
-func (g ReplayGate) Allows() bool {
-	return !g.Committed && !g.Cancelled && !g.SideEffect && g.BudgetAvailable
-}
-
 // BudgetConfig bounds replays process-wide.
 type BudgetConfig struct {
 	// Ratio of active requests that may be replaying at once; default 0.2.

@@ -1,24 +1,9 @@
 package streamgate
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
-
-// TestReplayGateTable: replay iff uncommitted, not cancelled, free of
-// side effects and within budget — all 16 combinations.
-func TestReplayGateTable(t *testing.T) {
-	for i := range 16 {
-		g := ReplayGate{Committed: i&1 != 0, Cancelled: i&2 != 0, SideEffect: i&4 != 0, BudgetAvailable: i&8 != 0}
-		want := !g.Committed && !g.Cancelled && !g.SideEffect && g.BudgetAvailable
-		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
-			if got := g.Allows(); got != want {
-				t.Fatalf("Allows() = %v, want %v", got, want)
-			}
-		})
-	}
-}
 
 type fakeClock struct{ now time.Time }
 
