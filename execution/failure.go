@@ -2,7 +2,6 @@ package execution
 
 import (
 	"errors"
-	"maps"
 	"strconv"
 )
 
@@ -119,19 +118,6 @@ func (f *ExecutionFailure) Is(target error) bool {
 // which is all Retryable ever means.
 func (f *ExecutionFailure) FenceConfirmed() bool { return f != nil && f.Retryable }
 
-// Clone returns a deep copy of f.
-func (f *ExecutionFailure) Clone() *ExecutionFailure {
-	if f == nil {
-		return nil
-	}
-	c := *f
-	c.Metadata = maps.Clone(f.Metadata)
-	if f.Upstream != nil {
-		u := *f.Upstream
-		c.Upstream = &u
-	}
-	return &c
-}
 
 // The allowlisted stall metadata keys. No other key ever crosses a wire.
 const (

@@ -140,8 +140,6 @@ func TestExecutionFailureIdentity(t *testing.T) {
 	if !(&ExecutionFailure{Code: FailureCodeResponseStalled, Retryable: true}).FenceConfirmed() {
 		t.Fatal("Retryable does not report a confirmed fence")
 	}
-	c := (&ExecutionFailure{Metadata: map[string]string{"a": "b"}}).Clone()
-	c.Metadata["a"] = "c"
 	if FailureCodeResponseStalled != "response_stalled" {
 		t.Fatal("FailureCodeResponseStalled changed")
 	}

@@ -159,9 +159,6 @@ func (g *Gateway) providerPolicy(id string) ProviderPolicy {
 	return ProviderPolicy{}
 }
 
-// Handler is the public HTTP handler (tests can serve it directly).
-func (g *Gateway) Handler() http.Handler { return g.echo }
-
 // Pool returns the provider pool.
 func (g *Gateway) Pool() *Pool { return g.pool }
 
@@ -170,13 +167,6 @@ func (g *Gateway) Gatherer() prometheus.Gatherer { return g.reg }
 
 // Hub returns the node link hub.
 func (g *Gateway) Hub() *Hub { return g.hub }
-
-// Addr returns the bound address of a listener: "http", "node", "admin".
-func (g *Gateway) Addr(name string) net.Addr {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.listeners[name]
-}
 
 func (g *Gateway) listen(name, addr string, ln net.Listener) (net.Listener, error) {
 	if ln == nil {

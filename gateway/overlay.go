@@ -164,9 +164,7 @@ func (p *Pool) ApplyProbe(r ProbeResult) {
 	}
 	p.mu.Unlock()
 	p.observer.observe(obs)
-	if recovered && p.recovered != nil {
-		p.recovered()
-	}
+
 }
 
 func (p *Pool) backoffLocked(e *overlayEntry) {

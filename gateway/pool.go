@@ -122,7 +122,6 @@ type Pool struct {
 	policy     func(providerID string) ProviderPolicy
 	observer   *healthObservability
 	overlayCfg OverlayConfig
-	recovered  func() // called (outside the lock) after a provider recovers
 	metrics    *edgeMetrics
 	outlierCfg OutlierConfig
 	now        func() time.Time

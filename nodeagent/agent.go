@@ -94,9 +94,6 @@ func New(cfg Config, opts Options) (*Agent, error) {
 // host injected its own Registerer).
 func (a *Agent) Gatherer() prometheus.Gatherer { return a.opts.Gatherer }
 
-// Bridge returns the agent's bridge.
-func (a *Agent) Bridge() *Bridge { return a.bridge }
-
 // Run connects to every edge and serves until ctx ends, then waits for
 // in-flight provider work (bounded) and closes the providers.
 func (a *Agent) Run(ctx context.Context) error {

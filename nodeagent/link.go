@@ -182,7 +182,7 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	if w == nil {
 		return false, errNotWelcomed
 	}
-	sess := newSession(sctx, addr, w.GetConnectionGeneration())
+	sess := newSession(w.GetConnectionGeneration())
 	sess.send = stream.Send
 	a.setSession(addr, sess)
 	if a.draining.Load() {

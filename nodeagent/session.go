@@ -1,7 +1,6 @@
 package nodeagent
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -18,14 +17,11 @@ import (
 // on the same connection share the source and receive unique, increasing
 // values under concurrency. Nothing here is process-global.
 type Session struct {
-	edge       string
 	generation uint64
 	seq        atomic.Uint64
-	ctx        context.Context // ends when the connection ends
 
-	mu     sync.Mutex // guards state
-	state  string
-	closed bool
+	mu    sync.Mutex // guards state
+	state string
 
 	sendMu sync.Mutex // serializes sends on the session stream
 	send   func(*wire.NodeMessage) error
@@ -47,15 +43,12 @@ const (
 	StateClosed    = "closed"
 )
 
-func newSession(ctx context.Context, edge string, generation uint64) *Session {
-	return &Session{ctx: ctx, edge: edge, generation: generation, state: StateConnected}
+func newSession(generation uint64) *Session {
+	return &Session{generation: generation, state: StateConnected}
 }
 
 // Generation is the connection_generation the edge assigned.
 func (s *Session) Generation() uint64 { return s.generation }
-
-// Edge is the address of the edge this session is connected to.
-func (s *Session) Edge() string { return s.edge }
 
 // NextObservationSeq returns the next health_observation_seq: 1 for the
 // first call on a session.
@@ -71,6 +64,5 @@ func (s *Session) State() string {
 func (s *Session) markClosed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
 	s.state = StateClosed
 }

@@ -38,8 +38,6 @@ type encoder interface {
 	contentType() string
 	// typedError returns the in-band terminal of a committed stream.
 	typedError(code, typ, msg string) []byte
-	// started reports whether output was rendered.
-	started() bool
 }
 
 // newEncoder returns the encoder for req's surface.
@@ -65,24 +63,18 @@ type chatSSE struct{ s *openai.ChatStream }
 func (e *chatSSE) event(ev execution.RunEvent) []byte { return e.s.Append(nil, ev) }
 func (e *chatSSE) body(execution.RunEvent) []byte     { return nil }
 func (e *chatSSE) contentType() string                { return "text/event-stream; charset=utf-8" }
-func (e *chatSSE) started() bool                      { return e.s.Started() }
 func (e *chatSSE) typedError(code, typ, msg string) []byte {
 	return (&openai.Error{Type: typ, Code: code, Message: msg}).SSE()
 }
 
-type chatJSON struct {
-	a   *openai.ChatAccumulator
-	any bool
-}
+type chatJSON struct{ a *openai.ChatAccumulator }
 
 func (e *chatJSON) event(ev execution.RunEvent) []byte {
 	e.a.Add(ev)
-	e.any = e.any || ev.HasContent()
 	return nil
 }
 func (e *chatJSON) body(ev execution.RunEvent) []byte { e.a.Add(ev); return e.a.Body() }
 func (e *chatJSON) contentType() string               { return "application/json" }
-func (e *chatJSON) started() bool                     { return e.any }
 func (e *chatJSON) typedError(string, string, string) []byte {
 	return nil
 }
@@ -92,24 +84,18 @@ type responsesSSE struct{ s *openai.ResponsesStream }
 func (e *responsesSSE) event(ev execution.RunEvent) []byte { return e.s.Append(nil, ev) }
 func (e *responsesSSE) body(execution.RunEvent) []byte     { return nil }
 func (e *responsesSSE) contentType() string                { return "text/event-stream; charset=utf-8" }
-func (e *responsesSSE) started() bool                      { return e.s.Started() }
 func (e *responsesSSE) typedError(code, _ string, msg string) []byte {
 	return e.s.AppendFailed(nil, code, msg)
 }
 
-type responsesJSON struct {
-	a   *openai.ResponseAccumulator
-	any bool
-}
+type responsesJSON struct{ a *openai.ResponseAccumulator }
 
 func (e *responsesJSON) event(ev execution.RunEvent) []byte {
 	e.a.Add(ev)
-	e.any = e.any || ev.HasContent()
 	return nil
 }
 func (e *responsesJSON) body(ev execution.RunEvent) []byte { e.a.Add(ev); return e.a.Body() }
 func (e *responsesJSON) contentType() string               { return "application/json" }
-func (e *responsesJSON) started() bool                     { return e.any }
 func (e *responsesJSON) typedError(string, string, string) []byte {
 	return nil
 }
@@ -133,7 +119,6 @@ func (e *ollamaEnc) contentType() string {
 	}
 	return "application/json; charset=utf-8"
 }
-func (e *ollamaEnc) started() bool { return e.s.Started() }
 func (e *ollamaEnc) typedError(code, _ string, msg string) []byte {
 	return (&ollama.Error{Message: code + ": " + msg}).Line()
 }

@@ -49,17 +49,17 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 func replayGate(committed, cancelled, sideEffect, snapshot bool, o outcome) string {
 	switch {
 	case committed:
-		return EligibilityPostCommit
+		return eligibilityPostCommit
 	case cancelled:
-		return EligibilityCallerCancelled
+		return eligibilityCallerCancelled
 	case sideEffect:
-		return EligibilityToolSideEffect
+		return eligibilityToolSideEffect
 	case o.kind == outStall && !o.confirmed && o.fenceSeen:
-		return EligibilityUnconfirmedFence
+		return eligibilityUnconfirmedFence
 	case o.kind == outStall && !o.confirmed:
-		return EligibilityNoOwner
+		return eligibilityNoOwner
 	case !snapshot:
-		return EligibilityOther
+		return eligibilityOther
 	}
 	return ""
 }
@@ -91,20 +91,20 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 	if elig == "" && class != ClassNone {
 		r, wait = rt.route(class, rt.policy(dreq.Model), o, &next)
 		if r == routeEnd && stall {
-			elig = EligibilityNoCandidate
+			elig = eligibilityNoCandidate
 			if o.health != string(execution.HealthAvailable) {
-				elig = EligibilitySameProviderForbidden
+				elig = eligibilitySameProviderForbidden
 			}
 		}
 	}
 	var exhausted *openai.Error
 	if r != routeEnd {
 		if exhausted = rt.takeBudget(o); exhausted != nil {
-			r, elig = routeEnd, EligibilityBudgetExhausted
+			r, elig = routeEnd, eligibilityBudgetExhausted
 		}
 	}
 	if stall {
-		rt.stallObserved(o, cmpOr(elig, EligibilityEligible))
+		rt.stallObserved(o, cmpOr(elig, eligibilityEligible))
 	}
 	if r == routeEnd {
 		rt.failEnd(ctx, exhausted, o)
@@ -221,8 +221,8 @@ func (rt *runtime) stallObserved(o outcome, eligibility string) {
 	// The contract's recovery rows carry provider_health=unknown: health
 	// lives in this request-local state, not in the observation.
 	rt.obs.eligibility(o.path, "unknown", state, eligibility)
-	if eligibility != EligibilityEligible {
-		rt.obs.result(o.path, "unknown", state, ResultTerminal)
+	if eligibility != eligibilityEligible {
+		rt.obs.result(o.path, "unknown", state, resultTerminal)
 		return
 	}
 	rt.cyclePending, rt.cyclePath = true, o.path
@@ -296,9 +296,9 @@ func retryAfter(o outcome) time.Duration {
 
 // reasonOf is the replay metric's reason for a class.
 func reasonOf(c FailureClass) string {
-	return [...]string{ClassNone: ReasonAbnormalEnd, Class429: ReasonUpstream429, Class5xx: ReasonUpstream5xx, ClassConnect: ReasonTransport,
-		ClassStall: ReasonPreCommitStall, ClassFirstTokenTimeout: ReasonFirstToken, ClassContextLength: ReasonContextLength,
-		ClassContentPolicy: ReasonContentPolicy}[c]
+	return [...]string{ClassNone: reasonAbnormalEnd, Class429: reasonUpstream429, Class5xx: reasonUpstream5xx, ClassConnect: reasonTransport,
+		ClassStall: reasonPreCommitStall, ClassFirstTokenTimeout: reasonFirstToken, ClassContextLength: reasonContextLength,
+		ClassContentPolicy: reasonContentPolicy}[c]
 }
 
 func stalledError() *openai.Error {

@@ -10,36 +10,36 @@ import (
 // Recovery observation vocabulary (contract: "Edge OpenAI recovery
 // observations"). Every label value is one of these closed sets.
 const (
-	EligibilityEligible              = "eligible"
-	EligibilityNoOwner               = "no_owner"
-	EligibilityPostCommit            = "post_commit"
-	EligibilityUnconfirmedFence      = "unconfirmed_fence"
-	EligibilityCallerCancelled       = "caller_cancelled"
-	EligibilityToolSideEffect        = "tool_side_effect"
-	EligibilityBudgetExhausted       = "budget_exhausted"
-	EligibilityNoCandidate           = "no_candidate"
-	EligibilitySameProviderForbidden = "same_provider_forbidden"
-	EligibilityOther                 = "other"
+	eligibilityEligible              = "eligible"
+	eligibilityNoOwner               = "no_owner"
+	eligibilityPostCommit            = "post_commit"
+	eligibilityUnconfirmedFence      = "unconfirmed_fence"
+	eligibilityCallerCancelled       = "caller_cancelled"
+	eligibilityToolSideEffect        = "tool_side_effect"
+	eligibilityBudgetExhausted       = "budget_exhausted"
+	eligibilityNoCandidate           = "no_candidate"
+	eligibilitySameProviderForbidden = "same_provider_forbidden"
+	eligibilityOther                 = "other"
 
-	ResultRedispatched   = "redispatched"
-	ResultPlanRejected   = "plan_rejected"
-	ResultAbortFailed    = "abort_failed"
-	ResultRebuildFailed  = "rebuild_failed"
-	ResultDispatchFailed = "dispatch_failed"
-	ResultNotSelected    = "not_selected"
-	ResultTerminal       = "terminal"
-	ResultOther          = "other"
+	resultRedispatched   = "redispatched"
+	resultPlanRejected   = "plan_rejected"
+	resultAbortFailed    = "abort_failed"
+	resultRebuildFailed  = "rebuild_failed"
+	resultDispatchFailed = "dispatch_failed"
+	resultNotSelected    = "not_selected"
+	resultTerminal       = "terminal"
+	resultOther          = "other"
 
 	PhaseIdle            = "idle"
 	PhaseEligiblePending = "eligible_pending"
 )
 
 var (
-	eligibilities = set(EligibilityEligible, EligibilityNoOwner, EligibilityPostCommit, EligibilityUnconfirmedFence,
-		EligibilityCallerCancelled, EligibilityToolSideEffect, EligibilityBudgetExhausted, EligibilityNoCandidate,
-		EligibilitySameProviderForbidden, EligibilityOther)
-	results = set(ResultRedispatched, ResultPlanRejected, ResultAbortFailed, ResultRebuildFailed, ResultDispatchFailed,
-		ResultNotSelected, ResultTerminal, ResultOther)
+	eligibilities = set(eligibilityEligible, eligibilityNoOwner, eligibilityPostCommit, eligibilityUnconfirmedFence,
+		eligibilityCallerCancelled, eligibilityToolSideEffect, eligibilityBudgetExhausted, eligibilityNoCandidate,
+		eligibilitySameProviderForbidden, eligibilityOther)
+	results = set(resultRedispatched, resultPlanRejected, resultAbortFailed, resultRebuildFailed, resultDispatchFailed,
+		resultNotSelected, resultTerminal, resultOther)
 	paths       = set("normalized", "provider_tunnel", "unknown")
 	healths     = set("available", "unavailable", "unknown")
 	commitState = set(string(TransportUncommitted), string(StreamOpen), string(TerminalCommitted), "unknown")
@@ -99,14 +99,14 @@ func (o *recoveryObserver) Phase() string { return o.phase }
 func (o *recoveryObserver) eligibility(path, health string, state CommitState, eligibility string) {
 	path, health = closed(paths, path, "unknown"), closed(healths, health, "unknown")
 	cs := closed(commitState, string(state), "unknown")
-	eligibility = closed(eligibilities, eligibility, EligibilityOther)
+	eligibility = closed(eligibilities, eligibility, eligibilityOther)
 	if o.phase == PhaseEligiblePending {
 		o.record(path, health, cs, "", "")
 		return
 	}
 	recoveryEligibility.WithLabelValues(path, health, cs, eligibility).Inc()
 	o.record(path, health, cs, eligibility, "")
-	if eligibility == EligibilityEligible {
+	if eligibility == eligibilityEligible {
 		o.phase = PhaseEligiblePending
 	}
 }
@@ -115,7 +115,7 @@ func (o *recoveryObserver) eligibility(path, health string, state CommitState, e
 // cycle records a metric row. The cycle then returns to idle.
 func (o *recoveryObserver) result(path, health string, state CommitState, result string) {
 	path, health = closed(paths, path, "unknown"), closed(healths, health, "unknown")
-	result = closed(results, result, ResultOther)
+	result = closed(results, result, resultOther)
 	recoveryResults.WithLabelValues(path, health, result).Inc()
 	o.record(path, health, closed(commitState, string(state), "unknown"), "", result)
 	o.phase = PhaseIdle

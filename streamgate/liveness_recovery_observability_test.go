@@ -59,12 +59,12 @@ func TestOpenAILivenessObservationSink(t *testing.T) {
 	if o.Phase() != PhaseIdle {
 		t.Fatal("a fresh wrapper is not idle")
 	}
-	o.eligibility("provider_tunnel", "available", TransportUncommitted, EligibilityEligible)
+	o.eligibility("provider_tunnel", "available", TransportUncommitted, eligibilityEligible)
 	if o.Phase() != PhaseEligiblePending {
 		t.Fatal("not eligible_pending after an eligible decision")
 	}
-	o.eligibility("provider_tunnel", "available", TransportUncommitted, EligibilityEligible) // second while pending: no row
-	o.result("provider_tunnel", "available", TransportUncommitted, ResultRedispatched)
+	o.eligibility("provider_tunnel", "available", TransportUncommitted, eligibilityEligible) // second while pending: no row
+	o.result("provider_tunnel", "available", TransportUncommitted, resultRedispatched)
 	if o.Phase() != PhaseIdle {
 		t.Fatal("not idle after the result")
 	}
@@ -126,7 +126,7 @@ func TestOpenAILivenessRecoveryObservability(t *testing.T) {
 	}
 
 	// Pre-commit stall, confirmed handoff, an alternate exists.
-	e0, r0 := count(EligibilityEligible, ResultRedispatched, "transport_uncommitted")
+	e0, r0 := count(eligibilityEligible, resultRedispatched, "transport_uncommitted")
 	d := &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{
 		{provider: "n/a", items: []Item{stallItem(true, "available")}},
 		{provider: "n/b", items: []Item{delta("hello"), complete()}},
@@ -135,7 +135,7 @@ func TestOpenAILivenessRecoveryObservability(t *testing.T) {
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "hello") || !strings.Contains(w.Body.String(), "[DONE]") {
 		t.Fatalf("replayed response %d %s", w.Code, w.Body.String())
 	}
-	if e1, r1 := count(EligibilityEligible, ResultRedispatched, "transport_uncommitted"); e1-e0 != 1 || r1-r0 != 1 {
+	if e1, r1 := count(eligibilityEligible, resultRedispatched, "transport_uncommitted"); e1-e0 != 1 || r1-r0 != 1 {
 		t.Fatalf("eligible +%v redispatched +%v", e1-e0, r1-r0)
 	}
 	if len(d.requests) != 2 || d.requests[1].AvoidProviderID != "n/a" || !d.requests[1].AllowAvoidedProviderFallback {
@@ -153,31 +153,31 @@ func TestOpenAILivenessRecoveryObservability(t *testing.T) {
 	}
 
 	// Only the avoided provider, health unknown: same_provider_forbidden.
-	e0, r0 = count(EligibilitySameProviderForbidden, ResultTerminal, "transport_uncommitted")
+	e0, r0 = count(eligibilitySameProviderForbidden, resultTerminal, "transport_uncommitted")
 	d = &fakeDispatcher{cands: Candidates{AvoidedOnly: true}, attempts: []*fakeAttempt{{provider: "n/a", items: []Item{stallItem(true, "unknown")}}}}
 	if w := serve(t, d, req(), log); w.Code != http.StatusGatewayTimeout {
 		t.Fatalf("same provider forbidden: %d", w.Code)
 	}
-	if e1, r1 := count(EligibilitySameProviderForbidden, ResultTerminal, "transport_uncommitted"); e1-e0 != 1 || r1-r0 != 1 {
+	if e1, r1 := count(eligibilitySameProviderForbidden, resultTerminal, "transport_uncommitted"); e1-e0 != 1 || r1-r0 != 1 {
 		t.Fatalf("same_provider_forbidden +%v terminal +%v", e1-e0, r1-r0)
 	}
 
 	// Post-commit stall: typed in-band terminal.
-	e0, r0 = count(EligibilityPostCommit, ResultTerminal, "stream_open")
+	e0, r0 = count(eligibilityPostCommit, resultTerminal, "stream_open")
 	d = &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("partial"), stallItem(true, "available")}}}}
 	w = serve(t, d, req(), log)
 	if body := w.Body.String(); !strings.Contains(body, "partial") || !strings.Contains(body, `"code":"response_stalled"`) || strings.Contains(body, "[DONE]") {
 		t.Fatalf("post-commit body %s", body)
 	}
-	if e1, r1 := count(EligibilityPostCommit, ResultTerminal, "stream_open"); e1-e0 != 1 || r1-r0 != 1 {
+	if e1, r1 := count(eligibilityPostCommit, resultTerminal, "stream_open"); e1-e0 != 1 || r1-r0 != 1 {
 		t.Fatalf("post_commit +%v terminal +%v", e1-e0, r1-r0)
 	}
 
 	// Unconfirmed fence.
-	e0, _ = count(EligibilityUnconfirmedFence, ResultTerminal, "transport_uncommitted")
+	e0, _ = count(eligibilityUnconfirmedFence, resultTerminal, "transport_uncommitted")
 	d = &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{{provider: "n/a", items: []Item{stallItem(false, "available")}}}}
 	serve(t, d, req(), log)
-	if e1, _ := count(EligibilityUnconfirmedFence, ResultTerminal, "transport_uncommitted"); e1-e0 != 1 {
+	if e1, _ := count(eligibilityUnconfirmedFence, resultTerminal, "transport_uncommitted"); e1-e0 != 1 {
 		t.Fatalf("unconfirmed_fence +%v", e1-e0)
 	}
 

@@ -33,15 +33,14 @@ var (
 
 // The replay reasons.
 const (
-	ReasonPreCommitStall = "pre_commit_stall"
-	ReasonUpstream5xx    = "upstream_5xx"
-	ReasonUpstream429    = "upstream_429"
-	ReasonTransport      = "transport"
-	ReasonUnavailable    = "provider_unavailable"
-	ReasonAbnormalEnd    = "abnormal_end"
-	ReasonContextLength  = "context_length_fallback"
-	ReasonFirstToken     = "first_token_timeout"
-	ReasonContentPolicy  = "content_policy_fallback"
+	reasonPreCommitStall = "pre_commit_stall"
+	reasonUpstream5xx    = "upstream_5xx"
+	reasonUpstream429    = "upstream_429"
+	reasonTransport      = "transport"
+	reasonAbnormalEnd    = "abnormal_end"
+	reasonContextLength  = "context_length_fallback"
+	reasonFirstToken     = "first_token_timeout"
+	reasonContentPolicy  = "content_policy_fallback"
 )
 
 func init() {

@@ -194,7 +194,7 @@ func (rt *runtime) dispatch(ctx context.Context, dreq *DispatchRequest) (Attempt
 	for {
 		att, err := rt.cfg.Dispatcher.Dispatch(ctx, *dreq)
 		if err == nil {
-			rt.cycleResult(ResultRedispatched)
+			rt.cycleResult(resultRedispatched)
 			return att, nil
 		}
 		if !errors.Is(err, ErrNoProvider) || !rt.fallback(dreq) {
@@ -251,19 +251,19 @@ func (rt *runtime) cycleResult(result string) {
 func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 	switch {
 	case ctx.Err() != nil:
-		rt.cycleResult(ResultNotSelected)
+		rt.cycleResult(resultNotSelected)
 		clientCancelledTotal.Inc()
 		return
 	case errors.As(err, new(*RefusedError)):
-		rt.cycleResult(ResultNotSelected)
+		rt.cycleResult(resultNotSelected)
 		var re *RefusedError
 		errors.As(err, &re)
 		rt.fail(ctx, re.Err, nil)
 		return
 	case errors.Is(err, ErrNoProvider):
-		rt.cycleResult(ResultNotSelected)
+		rt.cycleResult(resultNotSelected)
 	default:
-		rt.cycleResult(ResultDispatchFailed)
+		rt.cycleResult(resultDispatchFailed)
 	}
 	if rt.lastFail != nil {
 		// Failover found nowhere to go: the client gets the failure itself.

@@ -23,19 +23,6 @@ const (
 	DialectOllama
 )
 
-// DialectFor picks the dialect of a response body of the given content
-// type on an API surface ("responses" for the Responses API, "ollama" for
-// /api/*, anything else OpenAI chat-like).
-func DialectFor(surface string) Dialect {
-	switch surface {
-	case "responses":
-		return DialectResponses
-	case "ollama":
-		return DialectOllama
-	}
-	return DialectChat
-}
-
 // FormatFor returns the framing of a content type and whether it is a
 // stream at all.
 func FormatFor(contentType string) (Format, bool) {
