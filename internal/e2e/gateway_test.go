@@ -283,6 +283,7 @@ func TestOllamaSurface(t *testing.T) {
 // paths, streaming and not.
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	c := Start(t, Options{}, func(c *Cluster) []NodeSpec {
+		c.Wall.Models = []string{"slow"} // before the node connects (and the edge probes it)
 		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{
 			c.WallProvider("wall-t", "openai", nodeagent.PathTunnel, "slow", "stall-after-2"),
 			func() nodeagent.ProviderConfig {
@@ -291,7 +292,6 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 			}(),
 		}}}
 	})
-	c.Wall.Models = []string{"slow"}
 	for _, tc := range []struct{ model, body string }{
 		{"slow", `{"model":"slow","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 		{"stall-after-2", `{"model":"stall-after-2","messages":[{"role":"user","content":"hi"}]}`},
