@@ -22,11 +22,11 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 		clientCancelledTotal.Inc()
 		return false
 	case outShutdown:
-		rt.fail(ctx, &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "server_shutting_down",
+		rt.fail(ctx, &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: codeShuttingDown,
 			Message: "The gateway is shutting down; the response is incomplete. Please retry."}, &o)
 		return false
 	case outFiltered:
-		rt.fail(ctx, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: "content_filter",
+		rt.fail(ctx, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: codeContentFilter,
 			Message: "The response was blocked by the gateway's content filter."}, &o)
 		return false
 	}
@@ -92,7 +92,7 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 		r, wait = rt.route(class, rt.policy(dreq.Model), o, &next)
 		if r == routeEnd && stall {
 			elig = eligibilityNoCandidate
-			if o.health != string(execution.HealthAvailable) {
+			if o.health != execution.HealthAvailable {
 				elig = eligibilitySameProviderForbidden
 			}
 		}
@@ -124,7 +124,7 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 // updating dreq. It never takes budget.
 func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *DispatchRequest) (route, time.Duration) {
 	failed := append(slices.Clone(dreq.Exclude), o.providerID)
-	available := o.health == string(execution.HealthAvailable)
+	available := o.health == execution.HealthAvailable
 	onModel := pol.RetryOn.Has(class) && rt.modelRetries < pol.Retries
 	switch class {
 	case ClassContentPolicy:
@@ -251,7 +251,7 @@ func classify(o outcome) FailureClass {
 	case outFirstToken:
 		return ClassFirstTokenTimeout
 	case outTransport:
-		if o.code == "response_stalled" {
+		if o.cause == causeBackstop {
 			// The edge's backstop: the node went silent past its own
 			// stall timeout; nothing confirms the provider stopped.
 			return ClassNone
@@ -302,12 +302,12 @@ func reasonOf(c FailureClass) string {
 }
 
 func stalledError() *openai.Error {
-	return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeUpstream, Code: "response_stalled",
+	return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeUpstream, Code: codeResponseStalled,
 		Message: "The provider stopped producing output and the request could not be replayed."}
 }
 
 func budgetError() *openai.Error {
-	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "retry_budget_exhausted",
+	return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: codeBudgetExhausted,
 		Message: "The provider failed, and the gateway-wide retry budget (shared by all requests) is exhausted. Please retry later."}
 }
 
@@ -321,11 +321,11 @@ func attemptsError(n int, o outcome) *openai.Error {
 	case o.upstream != nil && o.upstream.Status >= 400:
 		status = o.upstream.Status
 	}
-	return &openai.Error{Status: status, Type: openai.TypeUpstream, Code: "max_attempts_exceeded",
+	return &openai.Error{Status: status, Type: openai.TypeUpstream, Code: codeMaxAttempts,
 		Message: fmt.Sprintf("The request failed on every attempt it was allowed (streamgate.max_attempts = %d); the last failure was %s.", n, classify(o))}
 }
 
 func firstTokenError() *openai.Error {
-	return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeUpstream, Code: "first_token_timeout",
+	return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeUpstream, Code: codeFirstTokenTimeout,
 		Message: "The provider produced no output within the model's first-token timeout, and no other attempt could answer."}
 }

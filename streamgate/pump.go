@@ -31,6 +31,20 @@ func (k outKind) String() string {
 	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered", "shutdown", "first_token_timeout"}[k]
 }
 
+// outCause refines a transport failure.
+type outCause int
+
+const (
+	causeNone     outCause = iota
+	causeBackstop          // the edge ended a silent attempt past its stall timeout
+	causeDispatch          // the node did not open the dispatched attempt
+	causeGone              // the provider is not (or no longer) on its node
+)
+
+func (c outCause) String() string {
+	return [...]string{"none", "backstop", "dispatch", "provider_gone"}[c]
+}
+
 // outcome is an attempt's end, with what the next decision needs.
 type outcome struct {
 	kind       outKind
@@ -39,14 +53,14 @@ type outcome struct {
 	// stall handoff
 	confirmed bool   // recovery_handoff=confirmed
 	fenceSeen bool   // the node's fence metadata was present
-	health    string // available, unavailable, unknown
+	health    execution.HealthStatus
 	// upstream answer
 	upstream *execution.UpstreamError
 	// tunnel: the upstream's error response, to pass through verbatim
 	errHead http.Header
 	errBody []byte
-	// the failure code, for abnormal ends
-	code string
+	// why a transport failure happened, when it matters
+	cause outCause
 	// the attempt wrote output to the client before it ended
 	producedOutput bool
 }
@@ -141,18 +155,18 @@ func (rt *runtime) guarded(what string, f func()) func() {
 func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
 	ar.stopHold()
 	ar.rt.resp.discardHeld()
-	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), code: "upstream_error", producedOutput: ar.produced}
+	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), producedOutput: ar.produced}
 	switch {
 	case ctx.Err() != nil:
 		o.kind = outCancelled
 	case ar.drained.Load():
-		o.kind, o.code = outShutdown, "server_shutting_down"
+		o.kind = outShutdown
 	case ar.late.Load():
-		o.kind, o.code = outFirstToken, "first_token_timeout"
+		o.kind = outFirstToken
 	case errors.Is(err, io.EOF):
-		o.kind, o.code = outAbnormal, "upstream_error"
+		o.kind = outAbnormal
 	case ar.silent.Load():
-		o.kind, o.code = outTransport, "response_stalled"
+		o.kind, o.cause = outTransport, causeBackstop
 	default:
 		o.kind = outTransport
 	}
@@ -223,7 +237,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 		if rt.cfg.Filter.enabled() {
 			var blocked bool
 			if ev, blocked = rt.cfg.Filter.apply(ev); blocked {
-				return &outcome{kind: outFiltered, code: "content_filter"}
+				return &outcome{kind: outFiltered}
 			}
 		}
 		if err := ar.out(ar.enc.event(ev)); err != nil {
@@ -264,22 +278,21 @@ func (ar *attemptRun) complete(ev execution.RunEvent) *outcome {
 // failureOutcome classifies a typed failure from an error event or frame.
 func failureOutcome(f *execution.ExecutionFailure) outcome {
 	if f == nil {
-		return outcome{kind: outAbnormal, code: "upstream_error"}
+		return outcome{kind: outAbnormal}
 	}
 	switch f.Code {
 	case execution.FailureCodeResponseStalled:
 		md := f.Metadata
 		_, fence := md[execution.MetadataKeyAttemptFence]
-		return outcome{kind: outStall, code: string(execution.FailureCodeResponseStalled),
-			confirmed: md[MetadataKeyRecoveryHandoff] == RecoveryHandoffConfirmed, fenceSeen: fence,
-			health: string(execution.NormalizeHealthStatus(md[execution.MetadataKeyProviderHealth]))}
+		return outcome{kind: outStall, confirmed: md[MetadataKeyRecoveryHandoff] == RecoveryHandoffConfirmed, fenceSeen: fence,
+			health: execution.NormalizeHealthStatus(md[execution.MetadataKeyProviderHealth])}
 	case execution.FailureCodeUpstreamError:
 		if f.Upstream != nil && f.Upstream.Status >= 400 {
-			return outcome{kind: outUpstream, upstream: f.Upstream, code: "upstream_error"}
+			return outcome{kind: outUpstream, upstream: f.Upstream}
 		}
-		return outcome{kind: outAbnormal, upstream: f.Upstream, code: "upstream_error"}
+		return outcome{kind: outAbnormal, upstream: f.Upstream}
 	case execution.FailureCodeProviderNotFound, execution.FailureCodeProviderUnavailable:
-		return outcome{kind: outTransport, code: "provider_unavailable"}
+		return outcome{kind: outTransport, cause: causeGone}
 	}
-	return outcome{kind: outAbnormal, code: "upstream_error"}
+	return outcome{kind: outAbnormal}
 }

@@ -167,7 +167,7 @@ func (rt *runtime) run(ctx context.Context) {
 			// reached a provider, so fail over like a refused connection.
 			rt.attempts++
 			attemptsTotal.WithLabelValues(outTransport.String()).Inc()
-			if rt.next(ctx, outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", code: "upstream_unavailable"}, &dreq) {
+			if rt.next(ctx, outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", cause: causeDispatch}, &dreq) {
 				continue
 			}
 			return
@@ -277,13 +277,13 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 func dispatchError(err error) *openai.Error {
 	switch {
 	case errors.Is(err, ErrQueueFull), errors.Is(err, ErrQueueTimeout):
-		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "queue_full",
+		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: codeQueueFull,
 			Message: "All providers for this model are busy; the request could not be queued. Please retry shortly."}
 	case errors.Is(err, ErrNoProvider):
-		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: "no_provider_available",
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: codeNoProvider,
 			Message: "No provider is currently available for this model."}
 	}
-	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_unavailable",
+	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: codeUpstreamUnavailable,
 		Message: "The provider could not be reached."}
 }
 

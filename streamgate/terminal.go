@@ -67,13 +67,13 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 	if e == nil && o != nil && o.errBody != nil && !strings.Contains(strings.ToLower(o.errHead.Get("Content-Type")), "json") {
 		// Not an API error but, say, a proxy's HTML page: a typed error in
 		// the surface's shape with the upstream's status.
-		e = &openai.Error{Status: o.upstream.Status, Type: openai.TypeUpstream, Code: "upstream_error",
+		e = &openai.Error{Status: o.upstream.Status, Type: openai.TypeUpstream, Code: codeUpstreamError,
 			Message: fmt.Sprintf("The provider answered HTTP %d with a non-JSON body.", o.upstream.Status)}
 	}
 	if e == nil && o != nil && o.errBody != nil {
 		// The upstream's own error answer, verbatim.
 		terminalsTotal.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()
-		rt.sum.Outcome = "upstream_error"
+		rt.sum.Outcome = codeUpstreamError
 		_ = rt.resp.respond(o.upstream.Status, o.errHead, o.errBody)
 		return
 	}
@@ -98,17 +98,17 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 // outcomeError is the pre-commit error response for an outcome.
 func outcomeError(o *outcome) *openai.Error {
 	if o == nil {
-		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_error", Message: "The provider failed."}
+		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: codeUpstreamError, Message: "The provider failed."}
 	}
 	switch {
-	case o.kind == outStall || o.code == "response_stalled":
+	case o.kind == outStall || o.cause == causeBackstop:
 		return stalledError()
-	case o.code == "upstream_unavailable":
+	case o.cause == causeDispatch:
 		return dispatchError(ErrDispatchFailed)
 	case o.kind == outFirstToken:
 		return firstTokenError()
 	case o.upstream != nil && o.upstream.Status == 0 && unreachableCause[o.upstream.Code] != "":
-		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_unavailable",
+		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: codeUpstreamUnavailable,
 			Message: "The provider's upstream could not be reached: " + unreachableCause[o.upstream.Code] + "."}
 	case o.kind == outUpstream && o.upstream != nil:
 		u := o.upstream
@@ -118,7 +118,7 @@ func outcomeError(o *outcome) *openai.Error {
 		}
 		return &openai.Error{Status: u.Status, Type: typ, Code: u.Code, Param: u.Param, Message: u.Message}
 	}
-	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: "upstream_error",
+	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: codeUpstreamError,
 		Message: "The provider's response ended abnormally before it completed."}
 }
 
@@ -134,23 +134,38 @@ func inBand(e *openai.Error, o *outcome) (code, typ, msg string) {
 		return e.Code, e.Type, e.Message
 	}
 	switch {
-	case o.kind == outStall || o.code == "response_stalled":
-		return "response_stalled", openai.TypeUpstream, "The provider stopped producing output; the response is incomplete."
+	case o.kind == outStall || o.cause == causeBackstop:
+		return codeResponseStalled, openai.TypeUpstream, "The provider stopped producing output; the response is incomplete."
 	case o.kind == outFirstToken:
 		e := firstTokenError()
 		return e.Code, e.Type, e.Message
 	case o.upstream != nil && o.upstream.Message != "":
 		code := o.upstream.Code
 		if code == "" {
-			code = "upstream_error"
+			code = codeUpstreamError
 		}
 		return code, openai.TypeUpstream, o.upstream.Message
 	}
-	return "upstream_error", openai.TypeUpstream, "The provider's response ended abnormally; the response is incomplete."
+	return codeUpstreamError, openai.TypeUpstream, "The provider's response ended abnormally; the response is incomplete."
 }
 
-var knownCodes = set("response_stalled", "server_shutting_down", "upstream_error", "queue_full", "no_provider_available", "upstream_unavailable",
-	"retry_budget_exhausted", "max_attempts_exceeded", "first_token_timeout", "content_filter", "context_length_exceeded", "rate_limit_exceeded")
+// The error codes the runtime answers with itself.
+const (
+	codeUpstreamError       = "upstream_error"
+	codeUpstreamUnavailable = "upstream_unavailable"
+	codeResponseStalled     = "response_stalled"
+	codeFirstTokenTimeout   = "first_token_timeout"
+	codeShuttingDown        = "server_shutting_down"
+	codeContentFilter       = "content_filter"
+	codeBudgetExhausted     = "retry_budget_exhausted"
+	codeMaxAttempts         = "max_attempts_exceeded"
+	codeQueueFull           = "queue_full"
+	codeNoProvider          = "no_provider_available"
+)
+
+// knownCodes label the terminals metric (a closed set).
+var knownCodes = set(codeResponseStalled, codeShuttingDown, codeUpstreamError, codeQueueFull, codeNoProvider, codeUpstreamUnavailable,
+	codeBudgetExhausted, codeMaxAttempts, codeFirstTokenTimeout, codeContentFilter, "context_length_exceeded", "rate_limit_exceeded")
 
 func closedCode(c string) string { return closed(knownCodes, c, "other") }
 

@@ -113,7 +113,7 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 		t.obs = eventstream.NewObserver(t.dialect(), format)
 		t.decided = true
 	case tunnelHead:
-		return &outcome{kind: outAbnormal, code: "upstream_error"}
+		return &outcome{kind: outAbnormal}
 	}
 	t.obs.Feed(p)
 	if t.obs.ToolCall {
@@ -140,7 +140,7 @@ func (ar *attemptRun) firstEvent(p []byte) *outcome {
 		return nil
 	}
 	if t.obs.FirstIsError {
-		return &outcome{kind: outUpstream, upstream: t.obs.Err, code: "upstream_error"}
+		return &outcome{kind: outUpstream, upstream: t.obs.Err}
 	}
 	t.decided = true
 	held := t.buf
@@ -155,7 +155,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	t, rt := ar.tun, ar.rt
 	switch t.mode {
 	case tunnelError:
-		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf, code: "upstream_error"}
+		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf}
 	case tunnelBuffer:
 		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
 			return &outcome{kind: outCancelled}
@@ -163,12 +163,12 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	case tunnelStream:
 		t.obs.Close()
 		if !t.decided && t.obs.FirstIsError {
-			return &outcome{kind: outUpstream, upstream: t.obs.Err, code: "upstream_error"}
+			return &outcome{kind: outUpstream, upstream: t.obs.Err}
 		}
 		if !t.obs.Terminal() && t.status < 300 {
 			// A clean close without the stream's own terminal is a
 			// truncation, never a success.
-			return &outcome{kind: outAbnormal, code: "upstream_error"}
+			return &outcome{kind: outAbnormal}
 		}
 		held := t.buf
 		t.buf, t.decided = nil, true
@@ -180,7 +180,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 			_ = rt.resp.respond(t.status, t.header, nil)
 		}
 	default:
-		return &outcome{kind: outAbnormal, code: "upstream_error"}
+		return &outcome{kind: outAbnormal}
 	}
 	rt.resp.terminal()
 	return &outcome{kind: outSuccess}
