@@ -118,7 +118,6 @@ func (f *ExecutionFailure) Is(target error) bool {
 // which is all Retryable ever means.
 func (f *ExecutionFailure) FenceConfirmed() bool { return f != nil && f.Retryable }
 
-
 // The allowlisted stall metadata keys. No other key ever crosses a wire.
 const (
 	MetadataKeyFailureCode            = "failure_code"

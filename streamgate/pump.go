@@ -51,8 +51,8 @@ type outcome struct {
 	providerID string
 	path       string
 	// stall handoff
-	confirmed bool   // recovery_handoff=confirmed
-	fenceSeen bool   // the node's fence metadata was present
+	confirmed bool // recovery_handoff=confirmed
+	fenceSeen bool // the node's fence metadata was present
 	health    execution.HealthStatus
 	// upstream answer
 	upstream *execution.UpstreamError
