@@ -36,7 +36,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		if errors.As(err, new(*streamgate.RefusedError)) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %v", streamgate.ErrDispatchFailed, err)
+		return nil, fmt.Errorf("%w: %w", streamgate.ErrDispatchFailed, err)
 	}
 	actx, cancel := context.WithCancel(ctx)
 	ac, err := d.hub.open(actx, Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)

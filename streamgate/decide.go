@@ -19,7 +19,13 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 	case outSuccess:
 		return false
 	case outCancelled:
-		clientCancelledTotal.Inc()
+		if o.slowClient() {
+			slowClientCutsTotal.Inc()
+			rt.sum.Outcome = "slow_client_cut"
+		} else {
+			clientCancelledTotal.Inc()
+			rt.sum.Outcome = "client_cancelled"
+		}
 		return false
 	case outShutdown:
 		rt.fail(ctx, &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: codeShuttingDown,

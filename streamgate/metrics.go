@@ -25,6 +25,10 @@ var (
 		Name: "iop_edge_resumes_total",
 		Help: "Committed streams that were cut or stalled with resume on, by what followed: continued, no_candidate or budget_exhausted.",
 	}, []string{"outcome"})
+	slowClientCutsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "iop_edge_slow_client_cuts_total",
+		Help: "Streams cut off because the client stopped reading for the write timeout (its upstream was cancelled).",
+	})
 	terminalsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "iop_edge_typed_terminals_total",
 		Help: "Requests that ended with a gateway-typed error, by commit state and code.",
@@ -44,5 +48,5 @@ const (
 )
 
 func init() {
-	prometheus.MustRegister(replaysTotal, budgetExhaustedTotal, attemptsTotal, clientCancelledTotal, terminalsTotal, resumesTotal)
+	prometheus.MustRegister(replaysTotal, budgetExhaustedTotal, attemptsTotal, clientCancelledTotal, terminalsTotal, resumesTotal, slowClientCutsTotal)
 }

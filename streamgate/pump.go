@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -63,7 +64,17 @@ type outcome struct {
 	cause outCause
 	// the attempt wrote output to the client before it ended
 	producedOutput bool
+	// err is the error that ended the attempt, if one did (a failed
+	// write to the client, the node link's receive error)
+	err error
 }
+
+// clientGone is the outcome of a failed write to the client: it left, or
+// stopped reading and was cut off after the write timeout.
+func clientGone(err error) *outcome { return &outcome{kind: outCancelled, err: err} }
+
+// slowClient reports whether o is a client cut off for not reading.
+func (o outcome) slowClient() bool { return errors.Is(o.err, os.ErrDeadlineExceeded) }
 
 // attemptRun is the per-attempt state of pump.
 type attemptRun struct {
@@ -155,7 +166,7 @@ func (rt *runtime) guarded(what string, f func()) func() {
 func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
 	ar.stopHold()
 	ar.rt.resp.discardHeld()
-	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), producedOutput: ar.produced}
+	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), producedOutput: ar.produced, err: err}
 	switch {
 	case ctx.Err() != nil:
 		o.kind = outCancelled
@@ -241,7 +252,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 			}
 		}
 		if err := ar.out(ar.enc.event(ev)); err != nil {
-			return &outcome{kind: outCancelled}
+			return clientGone(err)
 		}
 		if ev.HasContent() {
 			ar.produced = true
@@ -269,7 +280,7 @@ func (ar *attemptRun) complete(ev execution.RunEvent) *outcome {
 		err = rt.resp.respond(http.StatusOK, rt.head(ar.enc.contentType()), ar.enc.body(ev))
 	}
 	if err != nil {
-		return &outcome{kind: outCancelled}
+		return clientGone(err)
 	}
 	rt.resp.terminal()
 	return &outcome{kind: outSuccess}

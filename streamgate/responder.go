@@ -116,8 +116,8 @@ func (r *responder) writeLocked(p []byte) error {
 	}
 	if r.writeTimeout > 0 {
 		if err := r.rc.SetWriteDeadline(time.Now().Add(r.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			r.failed = err
-			return err
+			r.failed = fmt.Errorf("setting the client write deadline: %w", err)
+			return r.failed
 		}
 	}
 	n, err := r.w.Write(p)
@@ -131,6 +131,7 @@ func (r *responder) writeLocked(p []byte) error {
 		err = r.rc.Flush()
 	}
 	if err != nil {
+		err = fmt.Errorf("writing to the client: %w", err)
 		r.failed = err
 	}
 	return err

@@ -123,7 +123,7 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 		return ar.firstEvent(p)
 	}
 	if err := ar.out(p); err != nil {
-		return &outcome{kind: outCancelled}
+		return clientGone(err)
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (ar *attemptRun) firstEvent(p []byte) *outcome {
 	held := t.buf
 	t.buf = nil
 	if err := ar.out(held); err != nil {
-		return &outcome{kind: outCancelled}
+		return clientGone(err)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf}
 	case tunnelBuffer:
 		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
-			return &outcome{kind: outCancelled}
+			return clientGone(err)
 		}
 	case tunnelStream:
 		t.obs.Close()
@@ -173,7 +173,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		held := t.buf
 		t.buf, t.decided = nil, true
 		if err := ar.finishOut(held); err != nil {
-			return &outcome{kind: outCancelled}
+			return clientGone(err)
 		}
 		if rt.resp.State() == TransportUncommitted {
 			// A streaming answer with an empty body: send its head.

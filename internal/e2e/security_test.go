@@ -246,6 +246,7 @@ func TestSlowClients(t *testing.T) {
 		t.Fatalf("slow body: %v %v after %v", resp, err, time.Since(t1))
 	}
 	// A client that stops reading a stream.
+	cutsBefore := c.Metric(t, "iop_edge_slow_client_cuts_total", nil)
 	conn, err = net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -274,6 +275,9 @@ func TestSlowClients(t *testing.T) {
 	}
 	t.Logf("non-reading client: upstream cancelled after %v, having sent %d KiB", a[0].EndedAt().Sub(a[0].Start), a[0].SentBytes()>>10)
 	c.WaitIdle(t)
+	if d := c.Metric(t, "iop_edge_slow_client_cuts_total", nil) - cutsBefore; d != 1 {
+		t.Fatalf("iop_edge_slow_client_cuts_total +%v, want +1 (a cut, not a cancel)", d)
+	}
 }
 
 // TestNoFetchOfClientURLs is S10: image URLs in requests are never fetched
