@@ -109,7 +109,7 @@ func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown
 		t := w.Tunnel
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Tunnel{Tunnel: &wire.ProviderTunnelRequest{RunId: t.RunID, AttemptId: attemptID,
 			SessionId: t.SessionID, ProviderId: l.LocalProviderID, Model: l.Target, Method: t.Method, Path: t.Path,
-			Headers: headersToProto(t.Header), Body: t.Body, ResponseStallTimeoutMs: ms}}}, streamgate.KindFrames, nil
+			Headers: wire.HeadersToProto(t.Header), Body: t.Body, ResponseStallTimeoutMs: ms}}}, streamgate.KindFrames, nil
 	case w.Run != nil:
 		if w.Refuse != nil {
 			if e := w.Refuse(l.Adapter); e != nil {
@@ -173,14 +173,14 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	}
 	switch msg := m.Msg.(type) {
 	case *wire.AttemptUp_Event:
-		ev := runEventFromProto(msg.Event)
+		ev := wire.RunEventFromProto(msg.Event)
 		if ev.Type.IsTerminal() {
 			a.report(eventResult(ev))
 			ev.Failure = a.terminal(ev.Failure)
 		}
 		return streamgate.Item{Event: &ev}, nil
 	case *wire.AttemptUp_Frame:
-		f := tunnelFrameFromProto(msg.Frame)
+		f := wire.TunnelFrameFromProto(msg.Frame)
 		if f.Type == execution.FrameTypeResponseStart {
 			if f.Status < 200 || f.Status > 599 {
 				// Untrusted input: a status a client must never see (a 1xx,

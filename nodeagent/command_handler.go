@@ -15,7 +15,7 @@ import (
 // (sendFrame) under the same watchdog as a tunnel.
 func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command,
 	sendResult func(*wire.CommandResult) error, sendFrame func(*wire.ProviderTunnelFrame) error) {
-	cmd := commandFromProto(m)
+	cmd := wire.CommandFromProto(m)
 	if err := execution.CheckProviderCommand(string(cmd.Command)); err != nil {
 		_ = sendResult(commandError(cmd, err))
 		return
