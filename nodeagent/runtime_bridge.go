@@ -151,19 +151,11 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 		return
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
-	var sendErr error
-	var w *watchdog
+	out := &outbound{log: b.log, providerID: desc.ProviderID}
 	em := execution.NewEmitter(func(ev execution.RunEvent) {
-		if execution.ClassifyRuntimeEvent(ev) == execution.DispositionProgress {
-			w.touch()
-		}
-		if ev.Failure != nil && ev.Failure.Code == execution.FailureCodeResponseStalled && !w.claimed.Load() {
-			ev.Failure = nil // only the watchdog types a stall
-		}
+		ev.Failure = out.observe(execution.ClassifyRuntimeEvent(ev), ev.Failure)
 		for _, part := range splitEvent(ev, maxEventText) {
-			if sendErr == nil {
-				sendErr = send(runEventToProto(part, id))
-			}
+			out.send(func() error { return send(runEventToProto(part, id)) })
 		}
 	})
 	spec := attemptSpec[execution.RunEvent]{
@@ -176,8 +168,8 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 		},
 		cancelled: execution.RunEvent{Type: execution.EventTypeCancelled, Error: "cancelled"},
 	}
-	w = newWatchdog(spec.timeout, b.closeGrace)
-	runAttempt(ctx, b, spec, w)
+	out.w = newWatchdog(spec.timeout, b.closeGrace)
+	runAttempt(ctx, b, spec, out.w)
 }
 
 // Tunnel executes a ProviderTunnelRequest from the wire and sends its
@@ -207,18 +199,10 @@ func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunn
 // frames runs a frame-producing attempt (tunnel or ollama_api).
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
 	timeoutMS int64, send func(*wire.ProviderTunnelFrame) error, exec func(context.Context, *execution.FrameEmitter) error) {
-	var sendErr error
-	var w *watchdog
+	out := &outbound{log: b.log, providerID: desc.ProviderID}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
-		if execution.ClassifyProviderTunnelFrame(f) == execution.DispositionProgress {
-			w.touch()
-		}
-		if f.Failure != nil && f.Failure.Code == execution.FailureCodeResponseStalled && !w.claimed.Load() {
-			f.Failure = nil
-		}
-		if sendErr == nil {
-			sendErr = send(tunnelFrameToProto(f, id))
-		}
+		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
+		out.send(func() error { return send(tunnelFrameToProto(f, id)) })
 	})
 	spec := attemptSpec[execution.ProviderTunnelFrame]{
 		path: execution.ExecutionPathProviderTunnel, id: id, desc: desc, provider: p, sess: sess,
@@ -230,8 +214,41 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 		},
 		cancelled: execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "cancelled"},
 	}
-	w = newWatchdog(spec.timeout, b.closeGrace)
-	runAttempt(ctx, b, spec, w)
+	out.w = newWatchdog(spec.timeout, b.closeGrace)
+	runAttempt(ctx, b, spec, out.w)
+}
+
+// outbound is what an attempt's emitter does with each item, for both
+// kinds: progress resets the watchdog, a stall failure is kept only when
+// the watchdog claimed it, and items go to the edge until the first send
+// error, which is logged once (the edge has given up on the attempt).
+type outbound struct {
+	w          *watchdog // set before the provider runs
+	log        *slog.Logger
+	providerID string
+	sendErr    error
+}
+
+// observe feeds the watchdog and returns the failure to send.
+func (o *outbound) observe(d execution.Disposition, f *execution.ExecutionFailure) *execution.ExecutionFailure {
+	if d == execution.DispositionProgress {
+		o.w.touch()
+	}
+	if f != nil && f.Code == execution.FailureCodeResponseStalled && !o.w.claimed.Load() {
+		return nil // only the watchdog types a stall
+	}
+	return f
+}
+
+// send runs f unless an earlier send failed.
+func (o *outbound) send(f func() error) {
+	if o.sendErr != nil {
+		return
+	}
+	if o.sendErr = f(); o.sendErr != nil {
+		o.log.Debug("the edge no longer takes this attempt's output; the rest is dropped", "provider_id", o.providerID,
+			"error", o.sendErr.Error())
+	}
 }
 
 // attemptSpec describes one attempt of either kind.
