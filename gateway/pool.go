@@ -475,19 +475,9 @@ type result struct {
 func (p *Pool) Candidates(req ProviderPoolDispatchRequest) streamgate.Candidates {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	alt := 0
-	avoided := false
-	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
-		if slices.Contains(req.Exclude, pp.key.edgeID()) || (req.Prefill && !pp.ad.GetPrefill()) {
-			continue
-		}
-		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
-			avoided = true
-			continue
-		}
-		alt++
-	}
-	return streamgate.Candidates{Alternates: alt, AvoidedOnly: alt == 0 && avoided}
+	req.AllowAvoidedProviderFallback = false // count the alternates only
+	alts, avoided := p.eligibleLocked(req)
+	return streamgate.Candidates{Alternates: len(alts), AvoidedOnly: len(alts) == 0 && avoided}
 }
 
 // Models returns the models served by admissible providers, sorted.
