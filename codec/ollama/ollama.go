@@ -65,22 +65,9 @@ type options struct {
 	Stop        []string `json:"stop"`
 }
 
-type wireMessage struct {
-	Role      string   `json:"role"`
-	Content   string   `json:"content"`
-	Images    []string `json:"images"`
-	ToolCalls []struct {
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	ToolName string `json:"tool_name"`
-}
-
 type wireRequest struct {
 	Model    *string         `json:"model"`
-	Messages []wireMessage   `json:"messages"`
+	Messages []Message       `json:"messages"`
 	Prompt   *string         `json:"prompt"`
 	System   *string         `json:"system"`
 	Images   []string        `json:"images"`

@@ -142,7 +142,7 @@ func thinkToChat(v json.RawMessage, out map[string]any) *Error {
 // call of its tool_name. An assistant message's "thinking" is not sent: a
 // Chat upstream takes no reasoning input.
 func chatMessages(v json.RawMessage) ([]map[string]any, *Error) {
-	var in []wireMessage
+	var in []Message
 	if json.Unmarshal(v, &in) != nil {
 		return nil, BadRequest("messages must be an array of messages")
 	}

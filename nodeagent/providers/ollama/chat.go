@@ -114,82 +114,80 @@ func finishReason(done string, tools int) string {
 }
 
 // chatRequest builds the native /api/chat body for req.
-func chatRequest(req *execution.RunRequest) map[string]any {
-	msgs := make([]map[string]any, 0, len(req.Messages))
+func chatRequest(req *execution.RunRequest) ollamacodec.ChatRequest {
+	body := ollamacodec.ChatRequest{Model: req.Model, Stream: true, Messages: make([]ollamacodec.Message, 0, len(req.Messages))}
 	for _, m := range req.Messages {
-		msg := map[string]any{"role": m.Role, "content": m.Content}
-		if m.Role == "developer" {
-			msg["role"] = "system"
-		}
-		if len(m.Images) > 0 {
-			imgs := make([]string, 0, len(m.Images))
-			for _, img := range m.Images {
-				if _, b64, ok := strings.Cut(img, ";base64,"); ok {
-					img = b64
-				}
-				imgs = append(imgs, img)
-			}
-			msg["images"] = imgs
-		}
-		if len(m.ToolCalls) > 0 {
-			calls := make([]map[string]any, 0, len(m.ToolCalls))
-			for _, tc := range m.ToolCalls {
-				args := json.RawMessage(tc.Arguments)
-				if !json.Valid(args) {
-					args = json.RawMessage("{}")
-				}
-				calls = append(calls, map[string]any{"function": map[string]any{"name": tc.Name, "arguments": args}})
-			}
-			msg["tool_calls"] = calls
-		}
-		msgs = append(msgs, msg)
+		body.Messages = append(body.Messages, nativeMessage(m))
 	}
-	body := map[string]any{"model": req.Model, "messages": msgs, "stream": true}
-	opts := map[string]any{}
+	body.Options, body.Think = ollamacodec.ChatOptions(req.ChatBody)
 	pr := req.Params
-	if pr.Temperature != nil {
-		opts["temperature"] = *pr.Temperature
-	}
-	if pr.TopP != nil {
-		opts["top_p"] = *pr.TopP
-	}
-	if pr.MaxTokens != nil {
-		opts["num_predict"] = *pr.MaxTokens
-	}
-	if pr.Seed != nil {
-		opts["seed"] = *pr.Seed
-	}
+	setOption(&body.Options, "temperature", pr.Temperature)
+	setOption(&body.Options, "top_p", pr.TopP)
+	setOption(&body.Options, "num_predict", pr.MaxTokens)
+	setOption(&body.Options, "seed", pr.Seed)
 	if len(pr.Stop) > 0 {
-		opts["stop"] = pr.Stop
+		setOption(&body.Options, "stop", &pr.Stop)
 	}
-	extra, think := ollamacodec.ChatOptions(req.ChatBody)
-	for k, v := range extra {
-		opts[k] = v
-	}
-	if think != nil {
-		body["think"] = think
-	}
-	if len(opts) > 0 {
-		body["options"] = opts
-	}
-	if len(pr.Tools) > 0 {
-		body["tools"] = pr.Tools
-	}
-	if len(pr.ResponseFormat) > 0 {
-		var rf struct {
-			Type       string `json:"type"`
-			JSONSchema *struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"json_schema"`
-		}
-		if json.Unmarshal(pr.ResponseFormat, &rf) == nil {
-			switch {
-			case rf.Type == "json_object":
-				body["format"] = "json"
-			case rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0:
-				body["format"] = rf.JSONSchema.Schema
-			}
-		}
-	}
+	body.Tools = pr.Tools
+	body.Format = nativeFormat(pr.ResponseFormat)
 	return body
+}
+
+// nativeMessage maps a message: developer becomes system, data URLs become
+// bare base64 images, tool-call arguments must be a JSON object.
+func nativeMessage(m execution.Message) ollamacodec.Message {
+	msg := ollamacodec.Message{Role: m.Role, Content: m.Content}
+	if m.Role == "developer" {
+		msg.Role = "system"
+	}
+	for _, img := range m.Images {
+		if _, b64, ok := strings.Cut(img, ";base64,"); ok {
+			img = b64
+		}
+		msg.Images = append(msg.Images, img)
+	}
+	for _, tc := range m.ToolCalls {
+		var call ollamacodec.ToolCall
+		call.Function.Name, call.Function.Arguments = tc.Name, json.RawMessage(tc.Arguments)
+		if !json.Valid(call.Function.Arguments) {
+			call.Function.Arguments = json.RawMessage("{}")
+		}
+		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	return msg
+}
+
+// setOption sets options[key] to *v when v is set.
+func setOption[T any](opts *map[string]json.RawMessage, key string, v *T) {
+	if v == nil {
+		return
+	}
+	if *opts == nil {
+		*opts = map[string]json.RawMessage{}
+	}
+	(*opts)[key], _ = json.Marshal(*v)
+}
+
+// nativeFormat maps response_format: json_object → "json", a JSON schema
+// → the schema; nil otherwise.
+func nativeFormat(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(raw, &rf) != nil {
+		return nil
+	}
+	switch {
+	case rf.Type == "json_object":
+		return json.RawMessage(`"json"`)
+	case rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0:
+		return rf.JSONSchema.Schema
+	}
+	return nil
 }
