@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -63,8 +64,7 @@ type nodeConn struct {
 	gen        uint64
 	stream     wire.NodeLink_SessionServer
 	sendMu     sync.Mutex
-	done       chan struct{}
-	closeOnce  sync.Once
+	done       *syncx.Event // the connection ended or was superseded
 	since      time.Time
 	providers  int
 	heartbeats bool         // the node answers Ping
@@ -79,7 +79,7 @@ func (c *nodeConn) track(a *attemptConn) bool {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	select {
-	case <-c.done:
+	case <-c.done.Done():
 		return false
 	default:
 	}
@@ -105,7 +105,7 @@ func (c *nodeConn) endAttempts() {
 	clear(c.attempts)
 }
 
-func (c *nodeConn) close() { c.closeOnce.Do(func() { close(c.done) }) }
+func (c *nodeConn) close() { c.done.Fire() }
 
 func (c *nodeConn) send(m *wire.EdgeMessage) error {
 	c.sendMu.Lock()
@@ -122,11 +122,10 @@ type pendingDispatch struct {
 type attemptConn struct {
 	stream    wire.NodeLink_AttemptServer
 	reception Reception
-	done      chan struct{}
-	once      sync.Once
+	done      *syncx.Event // the attempt ended
 }
 
-func (a *attemptConn) end() { a.once.Do(func() { close(a.done) }) }
+func (a *attemptConn) end() { a.done.Fire() }
 
 // NewHub returns a hub.
 func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
@@ -255,7 +254,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		h.mu.Unlock()
 		return status.Error(codes.Unavailable, "edge is shutting down")
 	}
-	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: make(chan struct{}), since: time.Now(), providers: len(ads),
+	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: syncx.NewEvent(), since: time.Now(), providers: len(ads),
 		heartbeats: hello.GetHeartbeats(), attempts: map[*attemptConn]struct{}{}}
 	c.lastPong.Store(time.Now().UnixNano())
 	prev := h.conns[nodeID]
@@ -320,7 +319,7 @@ func (h *Hub) serveSession(c *nodeConn) error {
 	select {
 	case err := <-errc:
 		return err
-	case <-c.done:
+	case <-c.done.Done():
 		return status.Error(codes.Aborted, "connection superseded or unresponsive")
 	}
 }
@@ -333,7 +332,7 @@ func (h *Hub) heartbeat(c *nodeConn) {
 	defer t.Stop()
 	for seq := uint64(1); ; seq++ {
 		select {
-		case <-c.done:
+		case <-c.done.Done():
 			return
 		case <-t.C:
 		}
@@ -504,7 +503,7 @@ func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown)
 		return a, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-c.done:
+	case <-c.done.Done():
 		return nil, errors.New("node connection closed")
 	case <-t.C:
 		h.pool.SetNodeState(owner.NodeID, owner.ConnectionGeneration, NodeSuspect)
@@ -533,12 +532,12 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
 	r := Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
-	a := &attemptConn{stream: stream, reception: r, done: make(chan struct{})}
+	a := &attemptConn{stream: stream, reception: r, done: syncx.NewEvent()}
 	if err := h.deliver(open.GetDispatchId(), a); err != nil {
 		return err
 	}
 	select {
-	case <-a.done:
+	case <-a.done.Done():
 	case <-stream.Context().Done():
 	}
 	h.untrack(r, a)

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"github.com/iopgw/iop/internal/syncx"
+
 	"context"
 	"log/slog"
 	"net"
@@ -194,17 +196,17 @@ func TestAbandonedAttemptIsEnded(t *testing.T) {
 	e.hub.mu.Lock()
 	e.hub.pending["d1"], e.hub.opening["n1"] = pd, 1
 	e.hub.mu.Unlock()
-	a := &attemptConn{reception: owner, done: make(chan struct{})}
+	a := &attemptConn{reception: owner, done: syncx.NewEvent()}
 	if err := e.hub.deliver("d1", a); err != nil {
 		t.Fatal(err)
 	}
 	e.hub.abandon("d1", pd) // open timed out just before reading pd.ch
 	select {
-	case <-a.done:
+	case <-a.done.Done():
 	default:
 		t.Fatal("the abandoned attempt stream was not ended")
 	}
-	if err := e.hub.deliver("d1", &attemptConn{reception: owner, done: make(chan struct{})}); status.Code(err) != codes.NotFound {
+	if err := e.hub.deliver("d1", &attemptConn{reception: owner, done: syncx.NewEvent()}); status.Code(err) != codes.NotFound {
 		t.Fatalf("delivery after abandon: %v", err)
 	}
 	if e.hub.opening["n1"] != 0 {

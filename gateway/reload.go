@@ -46,7 +46,7 @@ func (h *Hub) retire(c *nodeConn, limit time.Duration) {
 			break
 		}
 		select {
-		case <-c.done:
+		case <-c.done.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -1,6 +1,8 @@
 package nodeagent
 
 import (
+	"github.com/iopgw/iop/internal/syncx"
+
 	"fmt"
 	"strconv"
 	"sync"
@@ -57,20 +59,19 @@ func (v stallVerdict) errorText() string {
 // to finish, which assembles the single allowlisted terminal. It never
 // retries and never infers recovery eligibility.
 type watchdog struct {
-	timeout  time.Duration
-	grace    time.Duration
-	last     atomic.Int64 // unix nanos of admission or the last progress
-	claimed  atomic.Bool
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	timeout time.Duration
+	grace   time.Duration
+	last    atomic.Int64 // unix nanos of admission or the last progress
+	claimed atomic.Bool
+	stop    *syncx.Event
+	done    chan struct{}
 }
 
 func newWatchdog(timeout, grace time.Duration) *watchdog {
 	if timeout <= 0 {
 		timeout = time.Duration(execution.DefaultResponseStallTimeoutMS) * time.Millisecond
 	}
-	w := &watchdog{timeout: timeout, grace: grace, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &watchdog{timeout: timeout, grace: grace, stop: syncx.NewEvent(), done: make(chan struct{})}
 	w.last.Store(time.Now().UnixNano())
 	return w
 }
@@ -83,7 +84,7 @@ func (w *watchdog) idle() time.Duration { return time.Since(time.Unix(0, w.last.
 
 // halt stops the watchdog (idempotent); a claim already in progress
 // completes.
-func (w *watchdog) halt() { w.stopOnce.Do(func() { close(w.stop) }) }
+func (w *watchdog) halt() { w.stop.Fire() }
 
 // watchHooks are what a watchdog needs from its attempt.
 type watchHooks struct {
@@ -105,7 +106,7 @@ func (w *watchdog) run(h watchHooks) {
 	defer t.Stop()
 	for {
 		select {
-		case <-w.stop:
+		case <-w.stop.Done():
 			return
 		case <-t.C:
 		}
