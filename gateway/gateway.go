@@ -58,6 +58,8 @@ type Gateway struct {
 	auth    *authenticator
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
+	// sgMetrics are the request runtime's collectors (kept across reloads).
+	sgMetrics *streamgate.Metrics
 	health  *healthObservability
 	events  *eventLog
 	started time.Time
@@ -101,6 +103,10 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.hub.onConnect = g.probeOnConnect
 	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
 	g.auth = newAuthenticator(cfg.Auth)
+	var err error
+	if g.sgMetrics, err = streamgate.NewMetrics(g.reg); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
 	sg, err := g.runtimeConfig(&cfg, streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock))
 	if err != nil {
 		return nil, err
@@ -128,6 +134,7 @@ func (g *Gateway) runtimeConfig(cfg *Config, budget *streamgate.Budget) (*stream
 		Policy:         func(model string) streamgate.RetryPolicy { return g.config().RetryPolicy(model) },
 		BackstopMargin: cfg.StreamGate.BackstopMargin,
 		Budget:         budget,
+		Metrics:        g.sgMetrics,
 	}.WithDefaults()
 	return &sg, nil
 }

@@ -20,10 +20,10 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 		return false
 	case outCancelled:
 		if o.slowClient() {
-			slowClientCutsTotal.Inc()
+			rt.cfg.Metrics.slowClientCuts.Inc()
 			rt.sum.Outcome = "slow_client_cut"
 		} else {
-			clientCancelledTotal.Inc()
+			rt.cfg.Metrics.clientCancelled.Inc()
 			rt.sum.Outcome = "client_cancelled"
 		}
 		return false
@@ -118,7 +118,7 @@ func (rt *runtime) failover(ctx context.Context, o outcome, dreq *DispatchReques
 	}
 	rt.countMove(r, class)
 	if wait > 0 && !rt.sleep(ctx, wait) {
-		clientCancelledTotal.Inc()
+		rt.cfg.Metrics.clientCancelled.Inc()
 		rt.sum.Outcome = "client_cancelled"
 		return false
 	}
@@ -199,12 +199,12 @@ func (rt *runtime) policy(model string) RetryPolicy {
 // budget; the error names the one that ran out.
 func (rt *runtime) takeBudget(o outcome) *openai.Error {
 	if rt.attempts >= rt.cfg.MaxAttempts {
-		budgetExhaustedTotal.Inc()
+		rt.cfg.Metrics.budgetExhausted.Inc()
 		return attemptsError(rt.cfg.MaxAttempts, o)
 	}
 	release, ok := rt.cfg.Budget.TryAcquire()
 	if !ok {
-		budgetExhaustedTotal.Inc()
+		rt.cfg.Metrics.budgetExhausted.Inc()
 		return budgetError()
 	}
 	rt.releaseBudget = release
@@ -236,7 +236,7 @@ func (rt *runtime) stallObserved(o outcome, eligibility string) {
 
 // countMove records a move in metrics and the summary.
 func (rt *runtime) countMove(r route, class FailureClass) {
-	replaysTotal.WithLabelValues(reasonOf(class)).Inc()
+	rt.cfg.Metrics.replays.WithLabelValues(reasonOf(class)).Inc()
 	if r != routeFallback {
 		rt.sum.Retries++
 	}

@@ -122,7 +122,7 @@ var outcomes = []string{"success", "cancelled", "stall", "upstream_error", "tran
 func attemptRecords() float64 {
 	n := 0.0
 	for _, o := range outcomes {
-		n += testutil.ToFloat64(attemptsTotal.WithLabelValues(o))
+		n += testutil.ToFloat64(testMetrics.attempts.WithLabelValues(o))
 	}
 	return n
 }
@@ -169,7 +169,7 @@ func FuzzAttemptLifecycle(f *testing.F) {
 			if flags&16 != 0 {
 				time.AfterFunc(time.Duration(cancelAt)*time.Second, cancel)
 			}
-			cfg := Config{Dispatcher: d, Budget: budget}.WithDefaults()
+			cfg := Config{Dispatcher: d, Budget: budget, Metrics: testMetrics}.WithDefaults()
 			before := attemptRecords()
 			w := httptest.NewRecorder()
 			Serve(ctx, &cfg, req, w)
@@ -233,7 +233,12 @@ func FuzzRecoveryObservationRedaction(f *testing.F) {
 	f.Add("normalized", "available", "transport_uncommitted", "eligible", "redispatched")
 	f.Add("x\n{\"level\":\"error\"}", "\x1b[31m", "", "", "")
 	buf := &logBuf{}
-	o := newRecoveryObserver(slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	o := newRecoveryObserver(slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), m)
 	f.Fuzz(func(t *testing.T, path, health, state, eligibility, result string) {
 		const s = "SENTINEL-"
 		buf.mu.Lock()
@@ -241,7 +246,7 @@ func FuzzRecoveryObservationRedaction(f *testing.F) {
 		buf.mu.Unlock()
 		o.eligibility(s+path, s+health, CommitState(s+state), s+eligibility)
 		o.result(s+path, s+health, CommitState(s+state), s+result)
-		mfs, err := prometheus.DefaultGatherer.Gather()
+		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,6 @@ package streamgate
 import (
 	"context"
 	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Recovery observation vocabulary (contract: "Edge OpenAI recovery
@@ -60,35 +58,19 @@ func closed(m map[string]bool, v, fallback string) string {
 	return fallback
 }
 
-// The process-global collectors, registered once at package init on the
-// default registry; the gateway serves prometheus.DefaultGatherer.
-var (
-	recoveryEligibility = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "iop_edge_liveness_recovery_eligibility_total",
-		Help: "Recovery eligibility decisions per liveness cycle.",
-	}, []string{"execution_path", "provider_health", "commit_state", "eligibility"})
-	recoveryResults = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "iop_edge_liveness_recovery_results_total",
-		Help: "Final recovery results; at most one per liveness cycle.",
-	}, []string{"execution_path", "provider_health", "recovery_result"})
-)
-
-func init() {
-	prometheus.MustRegister(recoveryEligibility, recoveryResults)
-}
-
-// recoveryObserver is the request-local wrapper around the process-global
+// recoveryObserver is the request-local wrapper around the runtime's
 // collectors: one fresh observer per request. It tracks the cycle phase —
 // idle until an eligible decision, eligible_pending until the cycle's one
 // result — and writes the edge_liveness_recovery_observation record. It
 // carries no identifier of any kind.
 type recoveryObserver struct {
 	log   *slog.Logger
+	m     *Metrics
 	phase string
 }
 
-func newRecoveryObserver(log *slog.Logger) *recoveryObserver {
-	return &recoveryObserver{log: log, phase: PhaseIdle}
+func newRecoveryObserver(log *slog.Logger, m *Metrics) *recoveryObserver {
+	return &recoveryObserver{log: log, m: m, phase: PhaseIdle}
 }
 
 // Phase reports the cycle phase.
@@ -104,7 +86,7 @@ func (o *recoveryObserver) eligibility(path, health string, state CommitState, e
 		o.record(path, health, cs, "", "")
 		return
 	}
-	recoveryEligibility.WithLabelValues(path, health, cs, eligibility).Inc()
+	o.m.eligibility.WithLabelValues(path, health, cs, eligibility).Inc()
 	o.record(path, health, cs, eligibility, "")
 	if eligibility == eligibilityEligible {
 		o.phase = PhaseEligiblePending
@@ -116,7 +98,7 @@ func (o *recoveryObserver) eligibility(path, health string, state CommitState, e
 func (o *recoveryObserver) result(path, health string, state CommitState, result string) {
 	path, health = closed(paths, path, "unknown"), closed(healths, health, "unknown")
 	result = closed(results, result, resultOther)
-	recoveryResults.WithLabelValues(path, health, result).Inc()
+	o.m.results.WithLabelValues(path, health, result).Inc()
 	o.record(path, health, closed(commitState, string(state), "unknown"), "", result)
 	o.phase = PhaseIdle
 }

@@ -50,10 +50,10 @@ func (l *logBuf) records(t *testing.T) []map[string]any {
 // pending, closed label values, exactly the documented log fields.
 func TestOpenAILivenessObservationSink(t *testing.T) {
 	lb := &logBuf{}
-	o := newRecoveryObserver(slog.New(slog.NewJSONHandler(lb, nil)))
-	el := recoveryEligibility.WithLabelValues("provider_tunnel", "available", "transport_uncommitted", "eligible")
-	res := recoveryResults.WithLabelValues("provider_tunnel", "available", "redispatched")
-	otherEl := recoveryEligibility.WithLabelValues("unknown", "unknown", "unknown", "other")
+	o := newRecoveryObserver(slog.New(slog.NewJSONHandler(lb, nil)), testMetrics)
+	el := testMetrics.eligibility.WithLabelValues("provider_tunnel", "available", "transport_uncommitted", "eligible")
+	res := testMetrics.results.WithLabelValues("provider_tunnel", "available", "redispatched")
+	otherEl := testMetrics.eligibility.WithLabelValues("unknown", "unknown", "unknown", "other")
 	e0, r0, o0 := testutil.ToFloat64(el), testutil.ToFloat64(res), testutil.ToFloat64(otherEl)
 
 	if o.Phase() != PhaseIdle {
@@ -104,7 +104,7 @@ func TestOpenAILivenessObservationSink(t *testing.T) {
 
 func serve(t *testing.T, d *fakeDispatcher, req *Request, log *slog.Logger) *httptest.ResponseRecorder {
 	t.Helper()
-	cfg := Config{Dispatcher: d, Log: log}.WithDefaults()
+	cfg := Config{Dispatcher: d, Log: log, Metrics: testMetrics}.WithDefaults()
 	w := httptest.NewRecorder()
 	Serve(context.Background(), &cfg, req, w)
 	return w
@@ -118,8 +118,8 @@ func TestOpenAILivenessRecoveryObservability(t *testing.T) {
 	lb := &logBuf{}
 	log := slog.New(slog.NewJSONHandler(lb, nil))
 	count := func(el, res string, cs string) (float64, float64) {
-		return testutil.ToFloat64(recoveryEligibility.WithLabelValues("normalized", "unknown", cs, el)),
-			testutil.ToFloat64(recoveryResults.WithLabelValues("normalized", "unknown", res))
+		return testutil.ToFloat64(testMetrics.eligibility.WithLabelValues("normalized", "unknown", cs, el)),
+			testutil.ToFloat64(testMetrics.results.WithLabelValues("normalized", "unknown", res))
 	}
 	req := func() *Request {
 		return &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte(`{"model":"m"}`), RequestID: "req_SENTINEL"}

@@ -51,19 +51,19 @@ func (rt *runtime) resume(ctx context.Context, o outcome, dreq *DispatchRequest)
 	if err != nil || rt.cfg.Dispatcher.Candidates(next).Alternates == 0 {
 		rs.active = true // fallback() builds continuations from here on
 		if !rt.fallback(&next) {
-			resumesTotal.WithLabelValues("no_candidate").Inc()
+			rt.cfg.Metrics.resumes.WithLabelValues("no_candidate").Inc()
 			rt.endResume()
 			return false
 		}
 	}
 	if rt.takeBudget(o) != nil {
-		resumesTotal.WithLabelValues("budget_exhausted").Inc()
+		rt.cfg.Metrics.resumes.WithLabelValues("budget_exhausted").Inc()
 		rt.endResume()
 		return false
 	}
 	rs.active, rs.usage = true, rt.sum.Usage
 	rt.sum.Resumes++
-	resumesTotal.WithLabelValues("continued").Inc()
+	rt.cfg.Metrics.resumes.WithLabelValues("continued").Inc()
 	rt.cfg.Log.Info("resuming a cut stream", "request_id", rt.req.RequestID, "failed_provider", o.providerID,
 		"failure", classify(o).String(), "model", next.Model, "delivered_bytes", rs.text.Len())
 	*dreq = next

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 )
@@ -38,6 +40,9 @@ type Config struct {
 	// Drain, when done, ends every request still streaming with a typed
 	// terminal (the host's shutdown deadline passed).
 	Drain context.Context
+	// Metrics are the collectors the runtime counts on; default a set on
+	// a private registry (nothing exported).
+	Metrics *Metrics
 }
 
 // HoldConfig configures the commit hold.
@@ -64,6 +69,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.BackstopMargin <= 0 {
 		c.BackstopMargin = 15 * time.Second
+	}
+	if c.Metrics == nil {
+		c.Metrics, _ = NewMetrics(prometheus.NewRegistry()) // a fresh registry never refuses
 	}
 	if c.Budget == nil {
 		c.Budget = NewBudget(BudgetConfig{}, c.Clock)
@@ -118,7 +126,7 @@ type Summary struct {
 // Serve runs one request to its end, writing the response to w, and
 // says what it came to.
 func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) Summary {
-	rt := &runtime{cfg: cfg, req: req, resp: newResponder(w, cfg.WriteTimeout), obs: newRecoveryObserver(cfg.Log),
+	rt := &runtime{cfg: cfg, req: req, resp: newResponder(w, cfg.WriteTimeout), obs: newRecoveryObserver(cfg.Log, cfg.Metrics),
 		start: time.Now()}
 	end := cfg.Budget.Begin()
 	defer end()
@@ -166,7 +174,7 @@ func (rt *runtime) run(ctx context.Context) {
 			// The leased provider's node did not take the work: nothing
 			// reached a provider, so fail over like a refused connection.
 			rt.attempts++
-			attemptsTotal.WithLabelValues(outTransport.String()).Inc()
+			rt.cfg.Metrics.attempts.WithLabelValues(outTransport.String()).Inc()
 			if rt.next(ctx, outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", cause: causeDispatch}, &dreq) {
 				continue
 			}
@@ -181,7 +189,7 @@ func (rt *runtime) run(ctx context.Context) {
 		out := rt.pump(ctx, att)
 		att.Close()
 		rt.endBudget()
-		attemptsTotal.WithLabelValues(out.kind.String()).Inc()
+		rt.cfg.Metrics.attempts.WithLabelValues(out.kind.String()).Inc()
 		if !rt.next(ctx, out, &dreq) {
 			return
 		}
@@ -252,7 +260,7 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 	switch {
 	case ctx.Err() != nil:
 		rt.cycleResult(resultNotSelected)
-		clientCancelledTotal.Inc()
+		rt.cfg.Metrics.clientCancelled.Inc()
 		return
 	case errors.As(err, new(*RefusedError)):
 		rt.cycleResult(resultNotSelected)

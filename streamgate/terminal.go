@@ -18,7 +18,7 @@ import (
 // in-band terminal exists the connection is aborted. Never a tidy end.
 func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 	if ctx.Err() != nil {
-		clientCancelledTotal.Inc()
+		rt.cfg.Metrics.clientCancelled.Inc()
 		rt.sum.Outcome = "client_cancelled"
 		return
 	}
@@ -36,7 +36,7 @@ func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 	}
 	code, typ, msg := inBand(e, o)
 	rt.sum.Outcome = closedCode(code)
-	terminalsTotal.WithLabelValues(string(StreamOpen), closedCode(code)).Inc()
+	rt.cfg.Metrics.terminals.WithLabelValues(string(StreamOpen), closedCode(code)).Inc()
 	var b []byte
 	boundary := "\n\n"
 	if ar := rt.cur; ar != nil && ar.enc != nil {
@@ -72,7 +72,7 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 	}
 	if e == nil && o != nil && o.errBody != nil {
 		// The upstream's own error answer, verbatim.
-		terminalsTotal.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()
+		rt.cfg.Metrics.terminals.WithLabelValues(string(TransportUncommitted), "upstream_passthrough").Inc()
 		rt.sum.Outcome = codeUpstreamError
 		_ = rt.resp.respond(o.upstream.Status, o.errHead, o.errBody)
 		return
@@ -80,7 +80,7 @@ func (rt *runtime) failUncommitted(e *openai.Error, o *outcome) {
 	if e == nil {
 		e = outcomeError(o)
 	}
-	terminalsTotal.WithLabelValues(string(TransportUncommitted), closedCode(e.Code)).Inc()
+	rt.cfg.Metrics.terminals.WithLabelValues(string(TransportUncommitted), closedCode(e.Code)).Inc()
 	rt.sum.Outcome = closedCode(e.Code)
 	h, body := errorResponse(rt.req.Surface, e)
 	if rt.req.RequestID != "" {
