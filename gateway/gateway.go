@@ -60,10 +60,10 @@ type Gateway struct {
 	reloads *prometheus.CounterVec
 	// sgMetrics are the request runtime's collectors (kept across reloads).
 	sgMetrics *streamgate.Metrics
-	health  *healthObservability
-	events  *eventLog
-	started time.Time
-	echo    *echo.Echo
+	health    *healthObservability
+	events    *eventLog
+	started   time.Time
+	echo      *echo.Echo
 
 	drain     context.Context // done when the drain deadline passes
 	drainNow  context.CancelFunc
