@@ -74,10 +74,10 @@ fuzz-pr:
 # Long soaks (the fleet under every failure for 60 s, RELIABILITY.md R20 at
 # full length, R21 nightly size); make test runs them shortened.
 soak:
-	IOP_FLEET_DURATION=60s $(GO) test -count=1 -timeout 10m -run '^TestFleetFailures$$' -v ./internal/e2e
-	IOP_SOAK_STREAMS=200 IOP_SOAK_DURATION=60s $(GO) test -race -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/e2e
+	IOP_FLEET_DURATION=60s $(GO) test -count=1 -timeout 10m -run '^TestFleetFailures$$' -v ./internal/testing/e2e
+	IOP_SOAK_STREAMS=200 IOP_SOAK_DURATION=60s $(GO) test -race -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/testing/e2e
 	IOP_SOAK_STREAMS=1000 IOP_SOAK_DURATION=10m IOP_SOAK_FAULTS=1 IOP_SOAK_DISCONNECTS=0.05 \
-		$(GO) test -count=1 -timeout 40m -run '^TestSoak$$' -v ./internal/e2e
+		$(GO) test -count=1 -timeout 40m -run '^TestSoak$$' -v ./internal/testing/e2e
 
 js-deps: $(JS_DIR)/node_modules/.installed
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iopgw/iop/internal/e2e"
-	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/internal/testing/e2e"
+	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
 

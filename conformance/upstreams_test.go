@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iopgw/iop/internal/e2e"
-	"github.com/iopgw/iop/internal/styled"
+	"github.com/iopgw/iop/internal/testing/e2e"
+	"github.com/iopgw/iop/internal/testing/styled"
 	"github.com/iopgw/iop/nodeagent"
 )
 
-// styles are upstreams written unlike iop's own fake (internal/wall).
+// styles are upstreams written unlike iop's own fake (internal/testing/wall).
 var styles = map[string]styled.Style{
 	// A Python server at its most different: spaced JSON with every
 	// non-ASCII character escaped and text cut inside surrogate pairs,

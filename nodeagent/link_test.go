@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/wire"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/streamcheck"
+	"github.com/iopgw/iop/internal/testing/streamcheck"
 )
 
 // scriptAttempt is one attempt whose behaviour a fuzzer chose.

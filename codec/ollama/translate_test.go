@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/iopgw/iop/internal/oaispec"
+	"github.com/iopgw/iop/internal/testing/oaispec"
 )
 
 func TestToChat(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/oaispec"
+	"github.com/iopgw/iop/internal/testing/oaispec"
 )
 
 func sampleEvents(withTools bool) []execution.RunEvent {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/iopgw/iop/internal/oaispec"
+	"github.com/iopgw/iop/internal/testing/oaispec"
 )
 
 // responsesFidelity says, for every field of OpenAI's CreateResponse

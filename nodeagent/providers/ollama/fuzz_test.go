@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/streamcheck"
+	"github.com/iopgw/iop/internal/testing/streamcheck"
 )
 
 // FuzzReadNDJSON is F4 for Ollama's /api/chat NDJSON: random lines split at

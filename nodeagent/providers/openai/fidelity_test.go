@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/oaispec"
+	"github.com/iopgw/iop/internal/testing/oaispec"
 )
 
 // recordUpstream answers with body and records what it was sent.

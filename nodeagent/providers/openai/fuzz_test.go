@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/streamcheck"
+	"github.com/iopgw/iop/internal/testing/streamcheck"
 )
 
 // FuzzReadStream is F3 and F4 for OpenAI-compatible upstreams (vLLM,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
 

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
 

@@ -29,7 +29,7 @@ func TestStatusPageInChromium(t *testing.T) {
 			Configure: func(n *nodeagent.Config) { n.Liveness.CloseGrace = 200 * time.Millisecond }}}
 	})
 	cmd := exec.Command("node", "statuspage.mjs", c.AdminURL, c.URL)
-	cmd.Dir = filepath.Join("..", "..", "conformance", "testdata", "js")
+	cmd.Dir = filepath.Join("..", "..", "..", "conformance", "testdata", "js")
 	cmd.Env = append(cmd.Environ(), "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

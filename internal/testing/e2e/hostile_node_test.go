@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/internal/rogue"
+	"github.com/iopgw/iop/internal/testing/rogue"
 	"github.com/iopgw/iop/nodeagent"
 	"github.com/iopgw/iop/wire"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/internal/oaispec"
+	"github.com/iopgw/iop/internal/testing/oaispec"
 	"github.com/iopgw/iop/nodeagent"
 )
 

@@ -12,7 +12,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iopgw/iop/internal/streamcheck"
+	"github.com/iopgw/iop/internal/testing/streamcheck"
 	"github.com/iopgw/iop/nodeagent"
 )
 

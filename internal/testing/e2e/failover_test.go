@@ -16,7 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/internal/wall"
+	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
 

@@ -1,0 +1,105 @@
+// Package layers holds the architecture's import rule, checked over every
+// package of the module.
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/iopgw/iop/"
+
+// allowed lists, for each layer (a package path prefix, longest match
+// wins), the module packages it may import. The direction is execution →
+// codec/wire → nodeagent/streamgate → gateway → cmd; helpers under
+// internal are shared; test support under internal/testing is never
+// imported by product code.
+var allowed = map[string][]string{
+	"execution":            {},
+	"codec/jsonstrict":     {},
+	"codec":                {"execution", "codec"},
+	"wire":                 {"execution"},
+	"internal/httphdr":     {},
+	"internal/konfig":      {},
+	"internal/syncx":       {},
+	"openapi":              {},
+	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "nodeagent"},
+	"streamgate":           {"execution", "codec", "internal/httphdr", "internal/syncx"},
+	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "openapi", "streamgate"},
+	"cmd":                  {"gateway", "nodeagent", "internal/konfig"},
+	"internal/testing":     {"*"},
+	"conformance":          {"*"},
+	"examples":             {"*"},
+	"deploy":               {"*"},
+	"internal/testing/e2e": {"*"},
+}
+
+// layerOf is the longest rule prefix of pkg.
+func layerOf(pkg string) string {
+	best := ""
+	for prefix := range allowed {
+		if (pkg == prefix || strings.HasPrefix(pkg, prefix+"/")) && len(prefix) > len(best) {
+			best = prefix
+		}
+	}
+	return best
+}
+
+func permits(rules []string, imp string) bool {
+	for _, r := range rules {
+		if r == "*" || imp == r || strings.HasPrefix(imp, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestImportRule: every package's non-test imports of this module follow
+// its layer's rule, and no product package imports test support.
+func TestImportRule(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, imports, _ := strings.Cut(line, ":")
+		pkg := strings.TrimPrefix(name, module)
+		t.Run(pkg, func(t *testing.T) {
+			layer := layerOf(pkg)
+			if layer == "" {
+				t.Fatalf("package %s has no import rule: add its layer to allowed", pkg)
+			}
+			for _, imp := range strings.Fields(imports) {
+				if !strings.HasPrefix(imp, module) {
+					continue
+				}
+				imp = strings.TrimPrefix(imp, module)
+				if !permits(allowed[layer], imp) {
+					t.Errorf("%s (layer %s) imports %s", pkg, layer, imp)
+				}
+			}
+		})
+	}
+}
+
+// TestRulesHold: the rule table itself refuses the wrong direction.
+func TestRulesHold(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, imp string
+		ok       bool
+	}{
+		{"streamgate", "gateway", false},
+		{"streamgate", "nodeagent", false},
+		{"gateway", "nodeagent", false},
+		{"execution", "codec/openai", false},
+		{"wire", "codec/openai", false},
+		{"gateway", "internal/testing/wall", false},
+		{"nodeagent/providers/openai", "codec/eventstream", true},
+		{"cmd/iop", "gateway", true},
+	} {
+		if got := permits(allowed[layerOf(tc.pkg)], tc.imp); got != tc.ok {
+			t.Errorf("%s importing %s: allowed=%v, want %v", tc.pkg, tc.imp, got, tc.ok)
+		}
+	}
+}
