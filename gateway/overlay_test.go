@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -283,6 +284,10 @@ func TestProviderHealthObservabilityDoesNotExposeSentinels(t *testing.T) {
 // TestObserverBlockingHoldsNoLock: a blocking observer delays its caller
 // but neither holds the pool lock nor changes the finalized transition.
 func TestObserverBlockingHoldsNoLock(t *testing.T) {
+	synctest.Test(t, testObserverBlockingHoldsNoLock)
+}
+
+func testObserverBlockingHoldsNoLock(t *testing.T) {
 	p, _, _, _ := overlayPool(t)
 	block := make(chan struct{})
 	p.observer.hook = func(healthObservation) { <-block }
@@ -292,7 +297,7 @@ func TestObserverBlockingHoldsNoLock(t *testing.T) {
 		p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true))
 		close(done)
 	}()
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait() // the handler is blocked in its observer
 	// Dispatch proceeds while the observer blocks, and sees the transition.
 	acquired := make(chan *Lease, 1)
 	go func() {
@@ -305,7 +310,7 @@ func TestObserverBlockingHoldsNoLock(t *testing.T) {
 			t.Fatalf("dispatch during a blocked observer got %s", l2.LocalProviderID)
 		}
 		l2.Release()
-	case <-time.After(2 * time.Second):
+	case <-time.After(2 * time.Second): // fake time: only if every goroutine is blocked
 		t.Fatal("the blocked observer held the pool lock")
 	}
 	select {

@@ -88,96 +88,100 @@ func TestPoolLeastLoadedThenPriority(t *testing.T) {
 	l2.Release()
 }
 
+// TestPoolQueueFIFOTimeoutAndCancel, in fake time: waiters are served
+// in order, the queue bound refuses a third, the wait bound times out at
+// exactly max_wait, and a cancelled waiter is never served.
 func TestPoolQueueFIFOTimeoutAndCancel(t *testing.T) {
-	p := testPool(2, 300*time.Millisecond)
-	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
-	ctx := context.Background()
-	held, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := make(chan int, 2)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
-			if err != nil {
-				t.Errorf("waiter %d: %v", i, err)
-				return
-			}
-			order <- i
-			time.Sleep(10 * time.Millisecond)
-			l.Release()
-		})
-		for p.QueueDepth("m") != i+1 {
-			time.Sleep(time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		p := testPool(2, 300*time.Millisecond)
+		p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
+		ctx := context.Background()
+		held, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"}); !errors.Is(err, streamgate.ErrQueueFull) {
-		t.Fatalf("third waiter: %v, want ErrQueueFull", err)
-	}
-	held.Release()
-	wg.Wait()
-	if a, b := <-order, <-order; a != 0 || b != 1 {
-		t.Fatalf("served %d then %d, want FIFO", a, b)
-	}
-	// Timeout.
-	held, _ = p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
-	start := time.Now()
-	if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"}); !errors.Is(err, streamgate.ErrQueueTimeout) || time.Since(start) < 300*time.Millisecond {
-		t.Fatalf("timeout: %v after %v", err, time.Since(start))
-	}
-	// Cancel while queued: never served, slot not lost.
-	cctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { _, err := p.Acquire(cctx, ProviderPoolDispatchRequest{Model: "m"}); errc <- err }()
-	for p.QueueDepth("m") != 1 {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: %v", err)
-	}
-	held.Release()
-	if p.InUse() != 0 || p.QueueDepth("m") != 0 {
-		t.Fatalf("in use %d, queued %d", p.InUse(), p.QueueDepth("m"))
-	}
+		order := make(chan int, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+				if err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				order <- i
+				l.Release()
+			})
+			synctest.Wait()
+			if p.QueueDepth("m") != i+1 {
+				t.Fatalf("queue depth %d after waiter %d", p.QueueDepth("m"), i)
+			}
+		}
+		if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"}); !errors.Is(err, streamgate.ErrQueueFull) {
+			t.Fatalf("third waiter: %v, want ErrQueueFull", err)
+		}
+		held.Release()
+		wg.Wait()
+		if a, b := <-order, <-order; a != 0 || b != 1 {
+			t.Fatalf("served %d then %d, want FIFO", a, b)
+		}
+		// Timeout.
+		held, _ = p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+		start := time.Now()
+		if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"}); !errors.Is(err, streamgate.ErrQueueTimeout) || time.Since(start) != 300*time.Millisecond {
+			t.Fatalf("timeout: %v after %v", err, time.Since(start))
+		}
+		// Cancel while queued: never served, slot not lost.
+		cctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() { _, err := p.Acquire(cctx, ProviderPoolDispatchRequest{Model: "m"}); errc <- err }()
+		synctest.Wait()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled waiter: %v", err)
+		}
+		held.Release()
+		if p.InUse() != 0 || p.QueueDepth("m") != 0 {
+			t.Fatalf("in use %d, queued %d", p.InUse(), p.QueueDepth("m"))
+		}
+	})
 }
 
 // TestQueuedReResolutionUsesAvoidance: a queued request keeps its
 // avoidance filter when slots free up.
 func TestQueuedReResolutionUsesAvoidance(t *testing.T) {
-	p := testPool(8, 2*time.Second)
-	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m"), ad("b", 1, "m")})
-	ctx := context.Background()
-	la, _ := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/b"})
-	lb, _ := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
-	if la.ProviderID != "n1/a" || lb.ProviderID != "n1/b" {
-		t.Fatal(la.ProviderID, lb.ProviderID)
-	}
-	got := make(chan string, 1)
-	go func() {
-		l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"})
-		if err != nil {
-			got <- err.Error()
-			return
+	synctest.Test(t, func(t *testing.T) {
+		p := testPool(8, 2*time.Second)
+		p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m"), ad("b", 1, "m")})
+		ctx := context.Background()
+		la, _ := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/b"})
+		lb, _ := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m"})
+		if la.ProviderID != "n1/a" || lb.ProviderID != "n1/b" {
+			t.Fatal(la.ProviderID, lb.ProviderID)
 		}
-		got <- l.ProviderID
-		l.Release()
-	}()
-	for p.QueueDepth("m") != 1 {
-		time.Sleep(time.Millisecond)
-	}
-	la.Release() // frees the avoided provider: the waiter must not take it
-	select {
-	case id := <-got:
-		t.Fatalf("waiter took %s after the avoided provider freed", id)
-	case <-time.After(50 * time.Millisecond):
-	}
-	lb.Release()
-	if id := <-got; id != "n1/b" {
-		t.Fatalf("waiter got %s", id)
-	}
+		got := make(chan string, 1)
+		go func() {
+			l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"})
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- l.ProviderID
+			l.Release()
+		}()
+		synctest.Wait()
+		la.Release() // frees the avoided provider: the waiter must not take it
+		synctest.Wait()
+		select {
+		case id := <-got:
+			t.Fatalf("waiter took %s after the avoided provider freed", id)
+		default:
+		}
+		lb.Release()
+		if id := <-got; id != "n1/b" {
+			t.Fatalf("waiter got %s", id)
+		}
+	})
 }
 
 // TestLeaseProperty drives random interleavings of acquire, release

@@ -2,11 +2,11 @@ package streamgate
 
 import (
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/iopgw/iop/execution"
@@ -156,17 +156,24 @@ func TestCommitHoldWidensReplayWindow(t *testing.T) {
 // TestHoldReleasesOnDelay: held output goes out after MaxDelay even if no
 // more events come.
 func TestHoldReleasesOnDelay(t *testing.T) {
-	d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("x")}, hang: true}}}
-	cfg := Config{Dispatcher: d, Hold: HoldConfig{MaxEvents: 100, MaxDelay: 50 * time.Millisecond}}.WithDefaults()
-	w := newRecorder()
-	done := make(chan struct{})
-	ctx, cancel := contextWithCancel()
-	go func() { Serve(ctx, &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w); close(done) }()
-	time.Sleep(300 * time.Millisecond)
-	if !strings.Contains(w.BodyString(), `"content":"x"`) {
-		t.Fatalf("held output not released: %q", w.BodyString())
-	}
-	cancel()
-	<-done
-	_ = http.StatusOK
+	synctest.Test(t, func(t *testing.T) {
+		d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("x")}, hang: true}}}
+		cfg := Config{Dispatcher: d, Hold: HoldConfig{MaxEvents: 100, MaxDelay: 50 * time.Millisecond}}.WithDefaults()
+		w := newRecorder()
+		done := make(chan struct{})
+		ctx, cancel := contextWithCancel()
+		go func() { Serve(ctx, &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w); close(done) }()
+		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		if strings.Contains(w.BodyString(), `"content":"x"`) {
+			t.Fatal("held output released before MaxDelay")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if !strings.Contains(w.BodyString(), `"content":"x"`) {
+			t.Fatalf("held output not released at MaxDelay: %q", w.BodyString())
+		}
+		cancel()
+		<-done
+	})
 }
