@@ -33,15 +33,21 @@ func NewChatStream(id, model string, created int64, includeUsage bool) *ChatStre
 	return &ChatStream{ID: id, Model: model, Created: created, IncludeUsage: includeUsage, toolIDs: map[int]bool{}}
 }
 
+// answerHead is the identity every Chat answer carries, chunk or
+// completion.
+type answerHead struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	Model       string `json:"model"`
+	Fingerprint string `json:"system_fingerprint,omitempty"`
+	ServiceTier string `json:"service_tier,omitempty"`
+}
+
 type chunkWire struct {
-	ID          string          `json:"id"`
-	Object      string          `json:"object"`
-	Created     int64           `json:"created"`
-	Model       string          `json:"model"`
-	Fingerprint string          `json:"system_fingerprint,omitempty"`
-	ServiceTier string          `json:"service_tier,omitempty"`
-	Choices     []chunkChoice   `json:"choices"`
-	Usage       json.RawMessage `json:"usage,omitempty"`
+	answerHead
+	Choices []chunkChoice   `json:"choices"`
+	Usage   json.RawMessage `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
@@ -100,9 +106,14 @@ func CompletionUsage(u *execution.TokenUsage) UsageWire {
 
 var nullJSON = json.RawMessage("null")
 
+// head is the stream's identity, as every chunk carries it.
+func (s *ChatStream) head() answerHead {
+	return answerHead{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model, Fingerprint: s.Fingerprint,
+		ServiceTier: s.ServiceTier}
+}
+
 func (s *ChatStream) chunk(d deltaWire, finish *string) []byte {
-	c := chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model, Fingerprint: s.Fingerprint,
-		ServiceTier: s.ServiceTier, Choices: []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
+	c := chunkWire{answerHead: s.head(), Choices: []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
 	if s.IncludeUsage {
 		c.Usage = nullJSON
 	}
@@ -223,8 +234,7 @@ func (s *ChatStream) appendFinish(dst []byte, reason string) []byte {
 	if s.IncludeUsage && s.usage != nil {
 		// Only usage the upstream reported: an invented zero is a lie.
 		u, _ := jsonstrict.Marshal(CompletionUsage(s.usage))
-		dst = append(dst, sseData(chunkWire{ID: s.ID, Object: "chat.completion.chunk", Created: s.Created, Model: s.Model,
-			Fingerprint: s.Fingerprint, ServiceTier: s.ServiceTier, Choices: []chunkChoice{}, Usage: u})...)
+		dst = append(dst, sseData(chunkWire{answerHead: s.head(), Choices: []chunkChoice{}, Usage: u})...)
 	}
 	return append(dst, "data: [DONE]\n\n"...)
 }
@@ -300,14 +310,9 @@ func (a *ChatAccumulator) Text() string { return a.text.String() }
 func (a *ChatAccumulator) HasToolCalls() bool { return len(a.tools) > 0 }
 
 type completionWire struct {
-	ID          string             `json:"id"`
-	Object      string             `json:"object"`
-	Created     int64              `json:"created"`
-	Model       string             `json:"model"`
-	Fingerprint string             `json:"system_fingerprint,omitempty"`
-	ServiceTier string             `json:"service_tier,omitempty"`
-	Choices     []completionChoice `json:"choices"`
-	Usage       *UsageWire         `json:"usage,omitempty"`
+	answerHead
+	Choices []completionChoice `json:"choices"`
+	Usage   *UsageWire         `json:"usage,omitempty"`
 }
 
 type completionChoice struct {
@@ -354,8 +359,8 @@ func (a *ChatAccumulator) Body() []byte {
 			finish = "tool_calls"
 		}
 	}
-	c := completionWire{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model, Fingerprint: a.Fingerprint,
-		ServiceTier: a.ServiceTier, Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: finish}}}
+	c := completionWire{answerHead: answerHead{ID: a.ID, Object: "chat.completion", Created: a.Created, Model: a.Model,
+		Fingerprint: a.Fingerprint, ServiceTier: a.ServiceTier}, Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: finish}}}
 	if a.usage != nil {
 		u := CompletionUsage(a.usage)
 		c.Usage = &u

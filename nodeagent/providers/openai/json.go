@@ -14,11 +14,8 @@ const maxJSONAnswer = 64 << 20
 
 // completion is what the reader decodes of a chat.completion.
 type completion struct {
-	ID                string `json:"id"`
-	Created           int64  `json:"created"`
-	SystemFingerprint string `json:"system_fingerprint"`
-	ServiceTier       string `json:"service_tier"`
-	Choices           []struct {
+	answerID
+	Choices []struct {
 		Index   int `json:"index"`
 		Message struct {
 			Content          *string `json:"content"`
@@ -48,8 +45,7 @@ func readJSON(resp *http.Response, emit *execution.Emitter) error {
 	if len(b) > maxJSONAnswer || json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
 		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "the upstream answer is not a chat completion"})
 	}
-	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, ResponseID: c.ID, Created: c.Created,
-		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier})
+	emit.Emit(c.start())
 	ch := c.Choices[0]
 	ev := execution.RunEvent{Type: execution.EventTypeDelta}
 	if s := ch.Message.Content; s != nil {

@@ -77,13 +77,10 @@ type streamState struct {
 
 // chunk is what the reader decodes of a chat.completion.chunk.
 type chunk struct {
-	Error             json.RawMessage `json:"error"`
-	Object            string          `json:"object"`
-	ID                string          `json:"id"`
-	Created           int64           `json:"created"`
-	SystemFingerprint string          `json:"system_fingerprint"`
-	ServiceTier       string          `json:"service_tier"`
-	Choices           []struct {
+	Error  json.RawMessage `json:"error"`
+	Object string          `json:"object"`
+	answerID
+	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
 			Content          json.RawMessage `json:"content"`
@@ -157,12 +154,11 @@ func (st *streamState) handle(ev eventstream.Event, emit *execution.Emitter) (bo
 // startMeta reports the upstream's identity of the answer once, before
 // any output, so renderers can keep its id, created time and fingerprint.
 func (st *streamState) startMeta(c *chunk, emit *execution.Emitter) {
-	if st.meta || (c.ID == "" && c.Created == 0 && c.SystemFingerprint == "" && c.ServiceTier == "") {
+	if st.meta || c.answerID == (answerID{}) {
 		return
 	}
 	st.meta = true
-	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, ResponseID: c.ID, Created: c.Created,
-		SystemFingerprint: c.SystemFingerprint, ServiceTier: c.ServiceTier})
+	emit.Emit(c.start())
 }
 
 // flush emits text held back at the end (a lone high surrogate the
@@ -172,4 +168,19 @@ func (st *streamState) flush(emit *execution.Emitter) {
 	if ev.HasContent() {
 		emit.Emit(ev)
 	}
+}
+
+// answerID is the upstream's identity of an answer, in every chunk and
+// in a whole completion.
+type answerID struct {
+	ID                string `json:"id"`
+	Created           int64  `json:"created"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	ServiceTier       string `json:"service_tier"`
+}
+
+// start is the event that reports it, so renderers keep it.
+func (a answerID) start() execution.RunEvent {
+	return execution.RunEvent{Type: execution.EventTypeStart, ResponseID: a.ID, Created: a.Created,
+		SystemFingerprint: a.SystemFingerprint, ServiceTier: a.ServiceTier}
 }
