@@ -41,13 +41,23 @@ func normalizeStallTimeout(ms int64) (int64, error) {
 	return resolved, nil
 }
 
+// checkAttempt validates what every attempt request carries: its run id
+// and its stall timeout (normalized).
+func checkAttempt(runID string, stallMS int64) (int64, error) {
+	ms, err := normalizeStallTimeout(stallMS)
+	if err != nil {
+		return 0, err
+	}
+	if err := execution.ValidateRunID(runID); err != nil {
+		return 0, boundaryError(err)
+	}
+	return ms, nil
+}
+
 func runRequestFromProto(m *wire.RunRequest) (*execution.RunRequest, error) {
-	ms, err := normalizeStallTimeout(m.GetResponseStallTimeoutMs())
+	ms, err := checkAttempt(m.GetRunId(), m.GetResponseStallTimeoutMs())
 	if err != nil {
 		return nil, err
-	}
-	if err := execution.ValidateRunID(m.GetRunId()); err != nil {
-		return nil, boundaryError(err)
 	}
 	req := wire.RunRequestFromProto(m)
 	req.ResponseStallTimeoutMS = ms
@@ -55,12 +65,9 @@ func runRequestFromProto(m *wire.RunRequest) (*execution.RunRequest, error) {
 }
 
 func tunnelRequestFromProto(m *wire.ProviderTunnelRequest) (*execution.ProviderTunnelRequest, error) {
-	ms, err := normalizeStallTimeout(m.GetResponseStallTimeoutMs())
+	ms, err := checkAttempt(m.GetRunId(), m.GetResponseStallTimeoutMs())
 	if err != nil {
 		return nil, err
-	}
-	if err := execution.ValidateRunID(m.GetRunId()); err != nil {
-		return nil, boundaryError(err)
 	}
 	req := wire.TunnelRequestFromProto(m)
 	req.ResponseStallTimeoutMS = ms

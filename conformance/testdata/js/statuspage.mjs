@@ -15,7 +15,7 @@ try {
   await page.goto(adminURL + "/status");
   const row = (id) => `#providers tbody tr:has(td:text-is("${id}"))`;
   await page.waitForSelector(`${row("node-a/sim-flaky")} td.available`, { timeout: 10000 });
-  await page.waitForSelector(`${row("node-a/sim-steady")} td.available`, { timeout: 10000 });
+  await page.waitForSelector(`${row("node-a/steady")} td.available`, { timeout: 10000 });
   steps.push("rows");
   const res = await fetch(apiURL + "/v1/chat/completions", {
     method: "POST", headers: { "content-type": "application/json" },

@@ -358,3 +358,28 @@ func Sim(id string, sim nodeagent.SimConfig) nodeagent.ProviderConfig {
 
 // String describes the cluster.
 func (c *Cluster) String() string { return fmt.Sprintf("edge %s, %d nodes", c.URL, len(c.Nodes)) }
+
+// flaky describes a recovering provider: it stalls on its first attempt,
+// then its probe reports it unhealthy for unhealthyFor.
+type flaky struct {
+	id           string
+	stallMS      int64
+	closeGrace   time.Duration
+	unhealthyFor time.Duration
+	recovery     time.Duration // the edge's first recovery probe delay (the max is twice it)
+}
+
+// flakyCluster is node-a with the flaky provider (preferred) and a steady
+// one, both serving iop-sim.
+func flakyCluster(t testing.TB, f flaky) *Cluster {
+	t.Helper()
+	return Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/" + f.id, Priority: 10}}
+		g.Overlay = gateway.OverlayConfig{RecoveryInterval: f.recovery, RecoveryMaxInterval: 2 * f.recovery}
+	}}, func(*Cluster) []NodeSpec {
+		p := Sim(f.id, nodeagent.SimConfig{StallBeforeFirst: true, StallAttempts: 1, UnhealthyAfterStall: f.unhealthyFor})
+		p.ResponseStallTimeoutMS = f.stallMS
+		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{p, Sim("steady", nodeagent.SimConfig{})},
+			Configure: func(n *nodeagent.Config) { n.Liveness.CloseGrace = f.closeGrace }}}
+	})
+}

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
-
-	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/nodeagent"
 )
 
 // TestMetricsPassPromtool runs `promtool check metrics` on both exposition
@@ -22,15 +19,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal("promtool is required (Debian package prometheus; .ci/run installs it)")
 	}
-	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/flaky", Priority: 10}}
-		g.Overlay = gateway.OverlayConfig{RecoveryInterval: 100 * time.Millisecond, RecoveryMaxInterval: 200 * time.Millisecond}
-	}}, func(c *Cluster) []NodeSpec {
-		flaky := Sim("flaky", nodeagent.SimConfig{StallBeforeFirst: true, StallAttempts: 1, UnhealthyAfterStall: 300 * time.Millisecond})
-		flaky.ResponseStallTimeoutMS = 200
-		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{flaky, Sim("steady", nodeagent.SimConfig{})},
-			Configure: func(n *nodeagent.Config) { n.Liveness.CloseGrace = 100 * time.Millisecond }}}
-	})
+	c := flakyCluster(t, flaky{id: "flaky", stallMS: 200, closeGrace: 100 * time.Millisecond, unhealthyFor: 300 * time.Millisecond,
+		recovery: 100 * time.Millisecond})
 	if r := streamChat(t, c.URL, "iop-sim"); r.done != 1 {
 		t.Fatalf("%+v", r)
 	}

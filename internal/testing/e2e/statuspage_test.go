@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/nodeagent"
 )
 
 // TestStatusPageInChromium loads the admin status page in headless
@@ -19,15 +16,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal("chromium is required (Debian package chromium; .ci/run installs it)")
 	}
-	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/sim-flaky", Priority: 10}}
-		g.Overlay = gateway.OverlayConfig{RecoveryInterval: 300 * time.Millisecond, RecoveryMaxInterval: 600 * time.Millisecond}
-	}}, func(c *Cluster) []NodeSpec {
-		flaky := Sim("sim-flaky", nodeagent.SimConfig{StallBeforeFirst: true, StallAttempts: 1, UnhealthyAfterStall: 2 * time.Second})
-		flaky.ResponseStallTimeoutMS = 500
-		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{flaky, Sim("sim-steady", nodeagent.SimConfig{})},
-			Configure: func(n *nodeagent.Config) { n.Liveness.CloseGrace = 200 * time.Millisecond }}}
-	})
+	c := flakyCluster(t, flaky{id: "sim-flaky", stallMS: 500, closeGrace: 200 * time.Millisecond, unhealthyFor: 2 * time.Second,
+		recovery: 300 * time.Millisecond})
 	cmd := exec.Command("node", "statuspage.mjs", c.AdminURL, c.URL)
 	cmd.Dir = filepath.Join("..", "..", "..", "conformance", "testdata", "js")
 	cmd.Env = append(cmd.Environ(), "CHROMIUM="+chromium)
