@@ -110,4 +110,3 @@ func decideOnce(o outcome, committed bool, alternates int, fallback, retriesSpen
 	}
 	return s
 }
-
