@@ -10,7 +10,7 @@ import (
 // checkReferences finds the mistakes that are only visible across keys:
 // fallback cycles, fallbacks nothing may serve,
 // provider policies naming no provider, TLS files that cannot be read.
-func (c *Config) checkReferences(bad func(key, format string, args ...any)) {
+func (c *Config) checkReferences(bad badFunc) {
 	c.checkFallbacks(bad)
 	for i, p := range c.Providers {
 		key := fmt.Sprintf("providers[%d].id", i)
@@ -40,7 +40,7 @@ func (c *Config) checkReferences(bad func(key, format string, args ...any)) {
 
 // checkFallbacks rejects cycles and fallbacks no node may serve (when
 // every node's grant lists its models).
-func (c *Config) checkFallbacks(bad func(key, format string, args ...any)) {
+func (c *Config) checkFallbacks(bad badFunc) {
 	grantsKnown := len(c.Nodes) > 0
 	granted := map[string]bool{}
 	for _, n := range c.Nodes {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/iopgw/iop/streamgate"
@@ -59,21 +58,20 @@ func (r RetryConfig) apply(p streamgate.RetryPolicy) streamgate.RetryPolicy {
 	return p
 }
 
-// validate reports the first mistake in r, naming the key under prefix.
-func (r RetryConfig) validate(prefix string) error {
+// validate records r's mistakes, naming each key under prefix.
+func (r RetryConfig) validate(prefix string, bad badFunc) {
 	if r.Retries != nil && (*r.Retries < 0 || *r.Retries > 10) {
-		return fmt.Errorf("%s.retries: must be between 0 and 10", prefix)
+		bad(prefix+".retries", "must be between 0 and 10")
 	}
 	if _, err := streamgate.ParseRetryOn(r.RetryOn); err != nil {
-		return fmt.Errorf("%s.retry_on: %w", prefix, err)
+		bad(prefix+".retry_on", "%v", err)
 	}
 	for key, d := range map[string]*time.Duration{"backoff_base": r.BackoffBase, "backoff_max": r.BackoffMax,
 		"max_retry_after": r.MaxRetryAfter, "first_token_timeout": r.FirstTokenTimeout} {
 		if d != nil && *d < 0 {
-			return fmt.Errorf("%s.%s: must not be negative", prefix, key)
+			bad(prefix+"."+key, "must not be negative")
 		}
 	}
-	return nil
 }
 
 // RetryPolicy is the effective retry policy of model.
