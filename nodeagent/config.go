@@ -272,12 +272,45 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf(prefix+"."+key+": "+format, args...))
 	}
+	p.resolveIdentity(bad)
+	p.resolvePath(bad)
+	p.resolveUpstream(bad)
+	return errs
+}
+
+// resolveIdentity checks what names the provider and what it serves.
+func (p *ProviderConfig) resolveIdentity(bad func(key, format string, args ...any)) {
 	if p.ID == "" || !validID(p.ID) {
 		bad("id", "required, 1-64 characters of [A-Za-z0-9._-]")
 	}
 	if !slices.Contains(adapters, p.Adapter) {
 		bad("adapter", "must be one of %s", strings.Join(adapters, ", "))
 	}
+	if len(p.Models) == 0 {
+		bad("models", "at least one model is required")
+	}
+	if p.Target == "" && len(p.Models) > 0 {
+		p.Target = p.Models[0]
+	}
+	if p.Capacity == 0 {
+		p.Capacity = 4
+	} else if p.Capacity < 0 {
+		bad("capacity", "must be positive")
+	}
+	if err := execution.ValidateStallTimeoutMS(p.ResponseStallTimeoutMS); err != nil {
+		bad("response_stall_timeout_ms", "%v", err)
+	}
+	if p.InstanceKey == "" {
+		p.InstanceKey = strings.TrimRight(p.BaseURL, "/")
+		if p.Adapter == "sim" {
+			p.InstanceKey = "sim/" + p.ID
+		}
+	}
+}
+
+// resolvePath checks how requests reach the upstream: path, surfaces,
+// prefill, non-stream handling.
+func (p *ProviderConfig) resolvePath(bad func(key, format string, args ...any)) {
 	switch p.Path {
 	case "":
 		p.Path = PathAuto
@@ -310,24 +343,14 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 	default:
 		bad("non_stream", "must be stream or json")
 	}
+}
+
+// resolveUpstream checks where the upstream is and its credential.
+func (p *ProviderConfig) resolveUpstream(bad func(key, format string, args ...any)) {
 	if p.Adapter != "sim" {
 		if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("base_url", "an http(s) URL is required for adapter %s", p.Adapter)
 		}
-	}
-	if len(p.Models) == 0 {
-		bad("models", "at least one model is required")
-	}
-	if p.Target == "" && len(p.Models) > 0 {
-		p.Target = p.Models[0]
-	}
-	if p.Capacity == 0 {
-		p.Capacity = 4
-	} else if p.Capacity < 0 {
-		bad("capacity", "must be positive")
-	}
-	if err := execution.ValidateStallTimeoutMS(p.ResponseStallTimeoutMS); err != nil {
-		bad("response_stall_timeout_ms", "%v", err)
 	}
 	if p.APIKey == "" && p.APIKeyEnv != "" {
 		v, ok := os.LookupEnv(p.APIKeyEnv)
@@ -336,18 +359,11 @@ func (p *ProviderConfig) resolve(prefix string) []error {
 		}
 		p.APIKey = v
 	}
-	if p.InstanceKey == "" {
-		p.InstanceKey = strings.TrimRight(p.BaseURL, "/")
-		if p.Adapter == "sim" {
-			p.InstanceKey = "sim/" + p.ID
-		}
-	}
 	switch p.Sim.Probe {
 	case "", "available", "unavailable":
 	default:
 		bad("sim.probe", "must be available or unavailable")
 	}
-	return errs
 }
 
 // PathPolicy is p's path as advertised to the edge: auto, or the
