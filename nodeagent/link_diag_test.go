@@ -5,30 +5,14 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 )
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestWrongEdgeAddressIsDiagnosed: a node pointed at an address nothing
 // listens on logs the cause within one backoff period, counts it by
@@ -42,7 +26,7 @@ func TestWrongEdgeAddressIsDiagnosed(t *testing.T) {
 	ln.Close() // nothing listens there now: connection refused
 	cfg := baseConfig(simProvider("sim-a", SimConfig{}))
 	cfg.Edges = []EdgeConfig{{Address: addr}}
-	buf := &lockedBuf{}
+	buf := &logbuf.Buffer{}
 	reg := prometheus.NewRegistry()
 	agent, err := New(cfg, Options{NoMetricsServer: true, Log: slog.New(slog.NewJSONHandler(buf, nil)), Registerer: reg, Gatherer: reg})
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/testing/streamcheck"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 )
 
 // scriptAttempt is one attempt whose behaviour a fuzzer chose.
@@ -232,7 +234,7 @@ func checkClientView(t *testing.T, req *Request, w *httptest.ResponseRecorder) {
 func FuzzRecoveryObservationRedaction(f *testing.F) {
 	f.Add("normalized", "available", "transport_uncommitted", "eligible", "redispatched")
 	f.Add("x\n{\"level\":\"error\"}", "\x1b[31m", "", "", "")
-	buf := &logBuf{}
+	buf := &logbuf.Buffer{}
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
@@ -241,16 +243,14 @@ func FuzzRecoveryObservationRedaction(f *testing.F) {
 	o := newRecoveryObserver(slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), m)
 	f.Fuzz(func(t *testing.T, path, health, state, eligibility, result string) {
 		const s = "SENTINEL-"
-		buf.mu.Lock()
-		buf.b.Reset()
-		buf.mu.Unlock()
+		buf.Reset()
 		o.eligibility(s+path, s+health, CommitState(s+state), s+eligibility)
 		o.result(s+path, s+health, CommitState(s+state), s+result)
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out := fmt.Sprint(mfs) + buf.b.String(); strings.Contains(out, "SENTINEL") {
+		if out := fmt.Sprint(mfs) + buf.String(); strings.Contains(out, "SENTINEL") {
 			t.Fatalf("sentinel in the output:\n%s", out)
 		}
 	})

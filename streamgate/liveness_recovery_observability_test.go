@@ -1,47 +1,21 @@
 package streamgate
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 )
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) records(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		if m["msg"] == "edge_liveness_recovery_observation" {
-			out = append(out, m)
-		}
-	}
-	return out
+// observations are the recovery observation records in lb.
+func observations(lb *logbuf.Buffer) []map[string]any {
+	return lb.Records("edge_liveness_recovery_observation")
 }
 
 // TestOpenAILivenessObservationSink: the request-local wrapper's phases
@@ -49,7 +23,7 @@ func (l *logBuf) records(t *testing.T) []map[string]any {
 // cycle's one result, no metric row for a second eligibility while
 // pending, closed label values, exactly the documented log fields.
 func TestOpenAILivenessObservationSink(t *testing.T) {
-	lb := &logBuf{}
+	lb := &logbuf.Buffer{}
 	o := newRecoveryObserver(slog.New(slog.NewJSONHandler(lb, nil)), testMetrics)
 	el := testMetrics.eligibility.WithLabelValues("provider_tunnel", "available", "transport_uncommitted", "eligible")
 	res := testMetrics.results.WithLabelValues("provider_tunnel", "available", "redispatched")
@@ -78,7 +52,7 @@ func TestOpenAILivenessObservationSink(t *testing.T) {
 	if d := testutil.ToFloat64(otherEl) - o0; d != 1 {
 		t.Fatalf("normalized row +%v", d)
 	}
-	recs := lb.records(t)
+	recs := observations(lb)
 	if len(recs) != 4 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -115,7 +89,7 @@ func serve(t *testing.T, d *fakeDispatcher, req *Request, log *slog.Logger) *htt
 // (terminal), an unconfirmed fence, and asserts the rows and that no
 // identifier reaches the log.
 func TestOpenAILivenessRecoveryObservability(t *testing.T) {
-	lb := &logBuf{}
+	lb := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(lb, nil))
 	count := func(el, res string, cs string) (float64, float64) {
 		return testutil.ToFloat64(testMetrics.eligibility.WithLabelValues("normalized", "unknown", cs, el)),
@@ -181,9 +155,7 @@ func TestOpenAILivenessRecoveryObservability(t *testing.T) {
 		t.Fatalf("unconfirmed_fence +%v", e1-e0)
 	}
 
-	lb.mu.Lock()
-	logs := lb.b.String()
-	lb.mu.Unlock()
+	logs := lb.String()
 	for _, s := range []string{"SENTINEL", "n/a", "n/b", `"model"`} {
 		if strings.Contains(logs, s) {
 			t.Fatalf("log carries %q: %s", s, logs)

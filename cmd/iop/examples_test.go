@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 )
 
 // startDev runs iop dev on free ports and returns its API and admin URLs.
@@ -20,7 +22,7 @@ func startDev(t *testing.T) (api, admin string) {
 	cfg.Gateway.Listen, cfg.Gateway.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Gateway.Log.Level, cfg.Node.Log.Level = "error", "error"
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &logbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- runDevConfig(ctx, cfg, out, io.Discard) }()
 	t.Cleanup(func() {

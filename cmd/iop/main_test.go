@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/iopgw/iop/internal/konfig"
@@ -65,23 +64,6 @@ func TestDevServesAndStatusShowsIt(t *testing.T) {
 	if !strings.Contains(status.String(), "dev-node/sim-a") || !strings.Contains(status.String(), "dev-node/sim-b") || !strings.Contains(status.String(), "available") {
 		t.Fatalf("status:\n%s", status.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestDevConfigsLoad(t *testing.T) {

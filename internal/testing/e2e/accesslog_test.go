@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -9,26 +8,16 @@ import (
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/nodeagent"
-)
 
-// records returns the JSON log records with the given message.
-func (l *syncLog) records(msg string) []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(l.String(), "\n") {
-		var r map[string]any
-		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+	"github.com/iopgw/iop/internal/testing/logbuf"
+)
 
 // TestAccessLog: one structured line per API request, with the request
 // and key ids, models asked and answered, provider, status, outcome,
 // attempts, time to first byte and usage — and no prompt, answer, key or
 // upstream address.
 func TestAccessLog(t *testing.T) {
-	logs := &syncLog{}
+	logs := &logbuf.Buffer{}
 	c := Start(t, Options{Log: slog.New(slog.NewJSONHandler(logs, nil)), Gateway: func(g *gateway.Config) {
 		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-secret-key")}}
 	}, Nodes: []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{Sim("sim-a", nodeagent.SimConfig{})}}}}, nil)
@@ -49,7 +38,7 @@ func TestAccessLog(t *testing.T) {
 	if code := send("sk-wrong", "iop-sim"); code != 401 {
 		t.Fatalf("status %d", code)
 	}
-	recs := logs.records("request")
+	recs := logs.Records("request")
 	if len(recs) != 2 {
 		t.Fatalf("%d access log lines, want 2: %s", len(recs), logs.String())
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/nodeagent"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 )
 
 // TestDeadUpstreamIsDiagnosed: a provider whose upstream refuses
@@ -23,7 +25,7 @@ func TestDeadUpstreamIsDiagnosed(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	logs := &syncLog{}
+	logs := &logbuf.Buffer{}
 	c := Start(t, Options{Log: slog.New(slog.NewJSONHandler(logs, nil)), Gateway: func(g *gateway.Config) {
 		g.Retry.Retries = new(int) // one attempt: the failure itself reaches the client
 	}}, func(*Cluster) []NodeSpec {
@@ -52,7 +54,7 @@ func TestDeadUpstreamIsDiagnosed(t *testing.T) {
 		t.Fatalf("the client learned the upstream's address: %s", body)
 	}
 	found := false
-	for _, r := range logs.records("upstream failed") {
+	for _, r := range logs.Records("upstream failed") {
 		if r["cause"] == "refused" && r["provider_id"] == "dead" {
 			found = true
 		}
@@ -60,7 +62,7 @@ func TestDeadUpstreamIsDiagnosed(t *testing.T) {
 	if !found {
 		t.Fatalf("no node log of the upstream failure with its cause:\n%s", logs.String())
 	}
-	if len(logs.records("provider probe at connect: its upstream does not answer as expected")) == 0 {
+	if len(logs.Records("provider probe at connect: its upstream does not answer as expected")) == 0 {
 		t.Fatal("no edge log of the failed connect probe")
 	}
 }

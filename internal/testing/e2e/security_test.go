@@ -20,24 +20,9 @@ import (
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/nodeagent"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 )
-
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestSentinelsNeverLeak is RELIABILITY.md S5: unique sentinels — a client
 // key, provider keys in a header and a URL query, the node token, prompt
@@ -55,7 +40,7 @@ func TestSentinelsNeverLeak(t *testing.T) {
 		response    = "SENTINEL-RESPONSE-TEXT"
 		toolArg     = "SENTINEL-TOOL-ARG"
 	)
-	logs := &syncLog{}
+	logs := &logbuf.Buffer{}
 	c := Start(t, Options{Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Gateway: func(g *gateway.Config) {
 			g.Auth.Keys = []gateway.KeyConfig{{ID: "k", SHA256: gateway.HashToken(clientKey)}}
@@ -154,7 +139,7 @@ func TestMetricCardinalityIsBounded(t *testing.T) {
 // TestLogInjection is S7: a model name or header with a newline and a
 // forged JSON record cannot forge a log record.
 func TestLogInjection(t *testing.T) {
-	logs := &syncLog{}
+	logs := &logbuf.Buffer{}
 	c := Start(t, Options{Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, func(c *Cluster) []NodeSpec {
 		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}}
 	})
