@@ -35,7 +35,10 @@ type Config struct {
 	Retry   RetryConfig   `koanf:"retry"`
 	// Reload: SIGHUP always re-reads the file; with watch, a change of its
 	// content does too (polled every interval, default 2s).
-	Reload ReloadConfig  `koanf:"reload"`
+	Reload ReloadConfig `koanf:"reload"`
+	// CORS lets browser pages on other origins call the API (nothing by
+	// default).
+	CORS   CORSConfig    `koanf:"cors"`
 	Models []ModelConfig `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
 	Providers  []ProviderPolicy `koanf:"providers"`
@@ -276,7 +279,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	for _, check := range []func(badFunc){c.checkListeners, c.checkNodes, c.checkAuth, c.checkLimits, c.checkLog, c.checkModels,
-		c.checkReferences} {
+		c.checkReferences, c.CORS.validate} {
 		check(bad)
 	}
 	return errors.Join(errs...)

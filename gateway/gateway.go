@@ -58,6 +58,7 @@ type Gateway struct {
 	auth    *authenticator
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
+	corsMW  corsState
 	// sgMetrics are the request runtime's collectors (kept across reloads).
 	sgMetrics *streamgate.Metrics
 	health    *healthObservability
@@ -113,6 +114,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	}
 	g.sg.Store(sg)
 	g.newConfigMetrics()
+	g.corsMW.set(cfg.CORS)
 	g.echo = g.newEcho()
 	return g, nil
 }

@@ -99,6 +99,7 @@ func (g *Gateway) Reload(next Config) error {
 	g.conf.Store(&next)
 	g.sg.Store(sg)
 	g.auth.setKeys(next.Auth)
+	g.corsMW.set(next.CORS)
 	g.pool.Reconfigure(next.Overlay, next.Outlier)
 	g.hub.SetNodes(next.Nodes)
 	if g.opts.Level != nil {
