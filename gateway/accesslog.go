@@ -3,6 +3,7 @@ package gateway
 import (
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -36,8 +37,19 @@ func access(c echo.Context) *accessInfo {
 func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	a := access(c)
 	a.RequestID, a.Model = sreq.RequestID, sreq.Model
+	sreq.ResponseHeader = http.Header{}
+	adm, e := g.tenants.admit(a.KeyID, sreq.Model, int64(len(sreq.Snapshot)/4), sreq.ResponseHeader)
+	if e != nil {
+		for k, v := range sreq.ResponseHeader {
+			c.Response().Header()[k] = v
+		}
+		g.keyRefused(a.KeyID, e)
+		return writeError(c, e)
+	}
 	g.withResume(sreq)
 	sum := streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
+	adm.end(sum.Usage)
+	g.keyUsed(a.KeyID, sreq.Model, sum.Usage)
 	a.Sum = &sum
 	if g.pool.Known(sreq.Model) || g.config().configured(sreq.Model) {
 		g.models.record(sreq.Model, sum)

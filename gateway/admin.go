@@ -34,6 +34,7 @@ func (g *Gateway) AdminRoutes() []route {
 		{"GET", "/admin/providers", http.HandlerFunc(g.adminProviders)},
 		{"GET", "/admin/nodes", http.HandlerFunc(g.adminNodes)},
 		{"GET", "/admin/events", http.HandlerFunc(g.adminEvents)},
+		{"GET", "/admin/keys", http.HandlerFunc(g.adminKeys)},
 		{"GET", "/status", http.HandlerFunc(g.statusPage)},
 		{"POST", "/admin/login", http.HandlerFunc(g.adminLogin)},
 	}

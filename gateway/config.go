@@ -99,8 +99,12 @@ type AuthConfig struct {
 
 // KeyConfig is one client key, stored as a hash.
 type KeyConfig struct {
-	ID     string `koanf:"id"`     // public key id (for logs)
+	ID     string `koanf:"id"`     // public key id (for logs, metrics and /admin/keys)
 	SHA256 string `koanf:"sha256"` // hex SHA-256 of the key
+	// Limits bound the key's use (none by default).
+	Limits KeyLimits `koanf:"limits"`
+	// Models the key may use (empty: any).
+	Models []string `koanf:"models"`
 }
 
 // AdminConfig protects the admin listener.

@@ -67,9 +67,18 @@ func (c *Config) checkAuth(bad badFunc) {
 			bad(fmt.Sprintf("auth.trusted_proxies[%d]", i), "must be a CIDR such as 10.0.0.0/8")
 		}
 	}
+	ids := map[string]bool{}
 	for i, k := range c.Auth.Keys {
+		key := fmt.Sprintf("auth.keys[%d]", i)
 		if !isSHA256(k.SHA256) {
-			bad(fmt.Sprintf("auth.keys[%d].sha256", i), "must be 64 hex characters (sha256 of the key)")
+			bad(key+".sha256", "must be 64 hex characters (sha256 of the key)")
+		}
+		if k.ID == "" || ids[k.ID] || len(k.ID) > 64 {
+			bad(key+".id", "required, unique, at most 64 characters (it names the key in logs, metrics and /admin/keys)")
+		}
+		ids[k.ID] = true
+		if l := k.Limits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 || l.TokensPerDay < 0 || l.TokensPerMonth < 0 {
+			bad(key+".limits", "must not be negative (0 or absent: no limit)")
 		}
 	}
 }

@@ -59,6 +59,8 @@ type Gateway struct {
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
 	corsMW  corsState
+	tenants *tenants    // per-key limits and usage
+	keys    *keyMetrics // per-key counters
 	// sgMetrics are the request runtime's collectors (kept across reloads).
 	sgMetrics *streamgate.Metrics
 	health    *healthObservability
@@ -115,6 +117,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.sg.Store(sg)
 	g.newConfigMetrics()
 	g.corsMW.set(cfg.CORS)
+	g.tenants = newTenants(cfg.Auth.Keys, nil)
+	g.keys = newKeyMetrics(g.reg)
 	g.echo = g.newEcho()
 	return g, nil
 }

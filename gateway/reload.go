@@ -100,6 +100,7 @@ func (g *Gateway) Reload(next Config) error {
 	g.sg.Store(sg)
 	g.auth.setKeys(next.Auth)
 	g.corsMW.set(next.CORS)
+	g.tenants.configure(next.Auth.Keys)
 	g.pool.Reconfigure(next.Overlay, next.Outlier)
 	g.hub.SetNodes(next.Nodes)
 	if g.opts.Level != nil {

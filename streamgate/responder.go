@@ -25,6 +25,9 @@ const (
 // headers, the commit point, per-write deadlines, and the optional commit
 // hold. It is safe for use by the runtime and its hold timer.
 type responder struct {
+	// extra are the host's headers on every response, over the upstream's
+	// (the edge's own rate-limit headers for the client's key).
+	extra        http.Header
 	w            http.ResponseWriter
 	rc           *http.ResponseController
 	writeTimeout time.Duration
@@ -106,6 +109,9 @@ func (r *responder) writeLocked(p []byte) error {
 	if r.state == TransportUncommitted {
 		dst := r.w.Header()
 		for k, v := range r.header {
+			dst[k] = v
+		}
+		for k, v := range r.extra {
 			dst[k] = v
 		}
 		if r.status == 0 {
@@ -225,6 +231,9 @@ func (r *responder) respond(status int, h http.Header, body []byte) error {
 	r.held = nil
 	if len(body) == 0 {
 		for k, v := range h {
+			r.w.Header()[k] = v
+		}
+		for k, v := range r.extra {
 			r.w.Header()[k] = v
 		}
 		r.w.WriteHeader(validStatus(status))

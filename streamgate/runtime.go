@@ -98,6 +98,9 @@ type Request struct {
 	// RequestID is the gateway's id for the request, sent as X-Request-Id
 	// on responses the gateway renders itself.
 	RequestID string
+	// ResponseHeader is set on the response whatever answers it (the
+	// edge's own rate-limit headers), over the upstream's.
+	ResponseHeader http.Header
 	// RebuildForModel returns Work for another model (fallbacks); nil
 	// when the request cannot be rebuilt.
 	RebuildForModel func(model string) (Work, error)
@@ -126,7 +129,9 @@ type Summary struct {
 // Serve runs one request to its end, writing the response to w, and
 // says what it came to.
 func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) Summary {
-	rt := &runtime{cfg: cfg, req: req, resp: newResponder(w, cfg.WriteTimeout), obs: newRecoveryObserver(cfg.Log, cfg.Metrics),
+	resp := newResponder(w, cfg.WriteTimeout)
+	resp.extra = req.ResponseHeader
+	rt := &runtime{cfg: cfg, req: req, resp: resp, obs: newRecoveryObserver(cfg.Log, cfg.Metrics),
 		start: time.Now()}
 	end := cfg.Budget.Begin()
 	defer end()
