@@ -46,6 +46,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 		g.keyRefused(a.KeyID, e)
 		return writeError(c, e)
 	}
+	g.withAlias(sreq)
 	g.withResume(sreq)
 	sum := streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
 	adm.end(sum.Usage)

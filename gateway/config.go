@@ -187,6 +187,13 @@ type ModelConfig struct {
 	Fallbacks []string    `koanf:"fallbacks"`
 	Queue     QueueConfig `koanf:"queue"`
 	Retry     RetryConfig `koanf:"retry"`
+	// Targets make Name an alias: its requests go to these provider
+	// models (by weight), which the upstream receives by their own name.
+	Targets []ModelTarget `koanf:"targets"`
+	// ExposeTarget shows the provider's model name in answers and keeps
+	// native passthrough; by default an alias's answers name the alias
+	// (iop renders them).
+	ExposeTarget bool `koanf:"expose_target"`
 }
 
 // ProviderPolicy tunes one provider (by provider id).
@@ -283,7 +290,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	for _, check := range []func(badFunc){c.checkListeners, c.checkNodes, c.checkAuth, c.checkLimits, c.checkLog, c.checkModels,
-		c.checkReferences, c.CORS.validate} {
+		c.checkReferences, c.CORS.validate, c.checkAliases} {
 		check(bad)
 	}
 	return errors.Join(errs...)

@@ -107,9 +107,17 @@ func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown
 			ProviderId: l.LocalProviderID, Target: l.Target, Method: c.Method, Path: c.Path, Body: c.Body, RunId: c.RunID, AttemptId: attemptID}}}, streamgate.KindFrames, nil
 	case w.Tunnel != nil && l.SupportsTunnel && (w.Run == nil || l.Tunnels(SurfaceOfPath(w.Tunnel.Path))):
 		t := w.Tunnel
+		body := t.Body
+		if l.Target != l.Model && ollamaName(l.Target) != ollamaName(l.Model) && len(body) > 0 {
+			// An alias: the upstream gets its own model name (every other
+			// field unchanged). Ollama's implicit ":latest" needs no rewrite.
+			if nb, err := withModel(body, l.Target); err == nil {
+				body = nb
+			}
+		}
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Tunnel{Tunnel: &wire.ProviderTunnelRequest{RunId: t.RunID, AttemptId: attemptID,
 			SessionId: t.SessionID, ProviderId: l.LocalProviderID, Model: l.Target, Method: t.Method, Path: t.Path,
-			Headers: wire.HeadersToProto(t.Header), Body: t.Body, ResponseStallTimeoutMs: ms}}}, streamgate.KindFrames, nil
+			Headers: wire.HeadersToProto(t.Header), Body: body, ResponseStallTimeoutMs: ms}}}, streamgate.KindFrames, nil
 	case w.Run != nil:
 		if w.Refuse != nil {
 			if e := w.Refuse(l.Adapter); e != nil {

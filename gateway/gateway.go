@@ -99,7 +99,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.health = newHealthObservability(g.reg, g.log)
 	g.events = newEventLog()
 	g.health.events = g.events
-	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay, Outlier: cfg.Outlier})
+	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay, Outlier: cfg.Outlier,
+		Aliases: func(model string) []ModelTarget { return g.config().aliasTargets(model) }})
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
 	g.pool.metrics = g.metrics
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")

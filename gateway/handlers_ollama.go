@@ -39,7 +39,7 @@ type ollamaModel struct {
 
 func (g *Gateway) ollamaModels(ps bool) []ollamaModel {
 	out := []ollamaModel{}
-	for _, m := range g.pool.Models() {
+	for _, m := range g.modelNames() {
 		om := ollamaModel{Name: m, Model: m, ModifiedAt: g.started.UTC(), Digest: HashToken(m)[:12],
 			Details: map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}, "parameter_size": "", "quantization_level": ""}}
 		if ps {
@@ -78,7 +78,7 @@ func (g *Gateway) ollamaShow(c echo.Context) error {
 	if req.Model == "" {
 		return writeError(c, openai.InvalidRequest("model", "model is required"))
 	}
-	for _, m := range g.pool.Models() {
+	for _, m := range g.modelNames() {
 		if m == req.Model {
 			return c.JSON(http.StatusOK, map[string]any{
 				"modelfile": "# served by iop", "parameters": "", "template": "",

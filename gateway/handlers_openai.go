@@ -210,7 +210,7 @@ func (g *Gateway) listModels(c echo.Context) error {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
 	}{Object: "list", Data: []modelObject{}}
-	for _, m := range g.pool.Models() {
+	for _, m := range g.modelNames() {
 		out.Data = append(out.Data, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
 	}
 	return c.JSON(http.StatusOK, out)
@@ -219,7 +219,7 @@ func (g *Gateway) listModels(c echo.Context) error {
 // getModel serves GET /v1/models/{model}.
 func (g *Gateway) getModel(c echo.Context) error {
 	id := c.Param("model")
-	for _, m := range g.pool.Models() {
+	for _, m := range g.modelNames() {
 		if m == id {
 			return c.JSON(http.StatusOK, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
 		}

@@ -133,6 +133,8 @@ type Pool struct {
 	nodeGen   map[string]uint64  // the newest connection generation set per node
 	nodeState map[nodeGen]string // NodeSuspect or NodeDraining: takes no new work
 	served    map[string]bool    // lower-cased models any node has advertised since start (bounded)
+	aliases   func(model string) []ModelTarget
+	rr        map[string]swrr // weighted round-robin state, by alias
 	useSeq    uint64
 }
 
@@ -177,6 +179,9 @@ type PoolConfig struct {
 	Overlay  OverlayConfig
 	Outlier  OutlierConfig
 	Now      func() time.Time // default time.Now
+	// Aliases returns the targets of a model name that is an alias (nil
+	// for any other name).
+	Aliases func(model string) []ModelTarget
 }
 
 // NewPool returns an empty pool.
@@ -187,10 +192,13 @@ func NewPool(c PoolConfig) *Pool {
 	if c.Policy == nil {
 		c.Policy = func(string) ProviderPolicy { return ProviderPolicy{} }
 	}
+	if c.Aliases == nil {
+		c.Aliases = func(string) []ModelTarget { return nil }
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Pool{cfgQueue: c.Queue, policy: c.Policy, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
+	return &Pool{cfgQueue: c.Queue, policy: c.Policy, aliases: c.Aliases, rr: map[string]swrr{}, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
 		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}, nodeGen: map[string]uint64{},
 		nodeState: map[nodeGen]string{}}
 }
@@ -265,7 +273,7 @@ func (p *Pool) RemoveNode(nodeID string, gen uint64) {
 // capacity: configuration-healthy, not lowered by the runtime overlay, and
 // able to do what the request needs.
 func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, surface string) bool {
-	if pp.disabled || !pp.serves(model) || p.nodeState[nodeGen{pp.key.NodeID, pp.key.Generation}] != "" {
+	if served, _ := p.targetOf(pp, model); pp.disabled || served == "" || p.nodeState[nodeGen{pp.key.NodeID, pp.key.Generation}] != "" {
 		return false
 	}
 	if e := p.overlay[pp.key]; e != nil && e.lowered {
@@ -297,31 +305,47 @@ func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, a
 	return out, avoided != nil
 }
 
-// pickLocked selects among eligible providers with a free slot: the least
-// in-flight relative to capacity, then the higher configured priority,
-// then the least recently used.
-func (p *Pool) pickLocked(cands []*pooled) *pooled {
-	var best *pooled
+// pickLocked selects among eligible providers with a free slot for model:
+// the least in-flight relative to capacity (an alias target's capacity
+// scaled by its weight), then the higher configured priority; among those
+// still tied, an alias's targets by smooth weighted round robin, other
+// providers the least recently used.
+func (p *Pool) pickLocked(cands []*pooled, model string) *pooled {
+	var tied []*pooled
+	var weights []int
+	var bestLoad float64
+	bestPrio := 0
 	for _, c := range cands {
 		if !c.hasSlot() {
 			continue
 		}
-		if best == nil || better(c, best) {
-			best = c
+		_, w := p.targetOf(c, model)
+		l := load(c) / float64(w)
+		switch {
+		case tied == nil || l < bestLoad || l == bestLoad && c.priority > bestPrio:
+			tied, weights, bestLoad, bestPrio = []*pooled{c}, []int{w}, l, c.priority
+		case l == bestLoad && c.priority == bestPrio:
+			tied, weights = append(tied, c), append(weights, w)
 		}
 	}
-	return best
-}
-
-func better(a, b *pooled) bool {
-	la, lb := load(a), load(b)
-	if la != lb {
-		return la < lb
+	if len(tied) <= 1 || len(p.aliases(model)) == 0 {
+		var best *pooled
+		for _, c := range tied {
+			if best == nil || c.lastUsed < best.lastUsed {
+				best = c
+			}
+		}
+		return best
 	}
-	if a.priority != b.priority {
-		return a.priority > b.priority
+	ids := make([]string, len(tied))
+	for i, c := range tied {
+		ids[i] = c.key.edgeID()
 	}
-	return a.lastUsed < b.lastUsed
+	key := strings.ToLower(model)
+	if p.rr[key] == nil {
+		p.rr[key] = swrr{}
+	}
+	return tied[p.rr[key].pick(ids, weights)]
 }
 
 func load(p *pooled) float64 {
@@ -337,9 +361,10 @@ func (p *Pool) leaseLocked(pp *pooled, model string) *Lease {
 	p.useSeq++
 	pp.lastUsed = p.useSeq
 	ad := pp.ad
+	target, _ := p.targetOf(pp, model)
 	return &Lease{
 		NodeID: pp.key.NodeID, ConnectionGeneration: pp.key.Generation, ProviderID: pp.key.edgeID(), LocalProviderID: pp.key.ProviderID,
-		Adapter: ad.GetAdapter(), Target: servedName(ad, model), InstanceKey: ad.GetInstanceKey(), Model: model,
+		Adapter: ad.GetAdapter(), Target: target, InstanceKey: ad.GetInstanceKey(), Model: model,
 		Path: ad.GetExecutionPath(), Surfaces: ad.GetSurfaces(), StallTimeout: time.Duration(ad.GetResponseStallTimeoutMs()) * time.Millisecond,
 		SupportsTunnel: ad.GetSupportsTunnel(), SupportsOllamaAPI: ad.GetSupportsOllamaApi(),
 		slot: pp, pool: p,
@@ -358,7 +383,7 @@ func (p *Pool) Acquire(ctx context.Context, req ProviderPoolDispatchRequest) (*L
 		p.mu.Unlock()
 		return nil, fmt.Errorf("model %q: %w", req.Model, streamgate.ErrNoProvider)
 	}
-	if pp := p.pickLocked(cands); pp != nil {
+	if pp := p.pickLocked(cands, req.Model); pp != nil {
 		l := p.leaseLocked(pp, req.Model)
 		p.mu.Unlock()
 		return l, nil
@@ -438,7 +463,7 @@ func (p *Pool) pumpLocked() {
 				w.ch <- result{err: streamgate.ErrNoProvider}
 				continue
 			}
-			if pp := p.pickLocked(cands); pp != nil {
+			if pp := p.pickLocked(cands, w.req.Model); pp != nil {
 				w.ch <- result{lease: p.leaseLocked(pp, w.req.Model)}
 				continue
 			}
@@ -530,7 +555,7 @@ func (p *Pool) Known(model string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pp := range p.providers {
-		if pp.serves(model) {
+		if served, _ := p.targetOf(pp, model); served != "" {
 			return true
 		}
 	}

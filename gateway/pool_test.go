@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -333,5 +334,44 @@ func TestReadvertisementKeepsLeaseAccounting(t *testing.T) {
 	defer p.mu.Unlock()
 	if pp := p.providers[l.slot.key]; pp.outlier.streak != 3 || pp.inFlight != 0 {
 		t.Fatalf("provider state after re-advertisement: %+v", pp)
+	}
+}
+
+// TestAliasWeights: an alias's targets share its requests by weight
+// (smooth weighted round robin while they are equally loaded), each lease
+// naming the provider's own model.
+func TestAliasWeights(t *testing.T) {
+	targets := []ModelTarget{{Provider: "n1/a", Model: "model-a", Weight: 3}, {Provider: "n1/b", Model: "model-b", Weight: 1}}
+	p := NewPool(PoolConfig{Aliases: func(m string) []ModelTarget {
+		if m == "team" {
+			return targets
+		}
+		return nil
+	}})
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 4, "model-a"), ad("b", 4, "model-b"), ad("c", 4, "model-c")})
+	got := map[string]int{}
+	var seq []string
+	for range 400 {
+		l, err := p.Acquire(context.Background(), ProviderPoolDispatchRequest{Model: "team"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[l.ProviderID+"="+l.Target]++
+		if len(seq) < 8 {
+			seq = append(seq, l.LocalProviderID)
+		}
+		l.Release()
+	}
+	if got["n1/a=model-a"] != 300 || got["n1/b=model-b"] != 100 || len(got) != 2 {
+		t.Fatalf("distribution %v, want 300:100 on the targets only", got)
+	}
+	// Interleaved, not in runs: every 4 picks in a row hold 3 a's.
+	for i := 0; i+4 <= len(seq); i++ {
+		if n := strings.Count(strings.Join(seq[i:i+4], ""), "a"); n != 3 {
+			t.Fatalf("picks not interleaved: %v", seq)
+		}
+	}
+	if !p.Known("team") || p.Known("nobody") {
+		t.Fatal("alias knowledge")
 	}
 }

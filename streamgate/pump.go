@@ -236,6 +236,9 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 	if rt.rs.active && !rt.continuation(&ev) {
 		return nil
 	}
+	if rt.req.AskedModelName {
+		ev.Model = "" // the encoder keeps the name the client asked for
+	}
 	if ev.Usage != nil {
 		rt.sum.Usage = ev.Usage
 	}

@@ -98,6 +98,9 @@ type Request struct {
 	// RequestID is the gateway's id for the request, sent as X-Request-Id
 	// on responses the gateway renders itself.
 	RequestID string
+	// AskedModelName makes rendered answers name the model the client asked
+	// for (an alias), not the one the upstream reports.
+	AskedModelName bool
 	// ResponseHeader is set on the response whatever answers it (the
 	// edge's own rate-limit headers), over the upstream's.
 	ResponseHeader http.Header

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/iopgw/iop/streamgate"
+)
+
+// ModelTarget is one provider model an alias stands for.
+type ModelTarget struct {
+	// Provider is the edge provider id ("<node_id>/<provider id>"); empty:
+	// any provider serving Model.
+	Provider string `koanf:"provider"`
+	// Model is the provider's own model name, which the upstream receives.
+	Model string `koanf:"model"`
+	// Weight shares the alias's requests among its targets; default 1.
+	Weight int `koanf:"weight"`
+}
+
+// targetOf is the model pp serves for the name a client asked (its own
+// name, or the alias's target it serves) and that target's weight; ""
+// when it serves neither.
+func (p *Pool) targetOf(pp *pooled, model string) (string, int) {
+	if ts := p.aliases(model); len(ts) > 0 {
+		for _, t := range ts {
+			if t.Provider != "" && t.Provider != pp.key.edgeID() {
+				continue
+			}
+			if served := servedName(pp.ad, t.Model); served != "" {
+				return served, max(1, t.Weight)
+			}
+		}
+		return "", 0
+	}
+	return servedName(pp.ad, model), 1
+}
+
+// swrr is smooth weighted round robin (nginx's): each pick adds every
+// candidate's weight to its current value, takes the largest, and takes
+// the total off the winner — exact shares, evenly interleaved.
+type swrr map[string]int
+
+func (s swrr) pick(ids []string, weights []int) int {
+	total, best := 0, -1
+	for i, id := range ids {
+		s[id] += weights[i]
+		total += weights[i]
+		if best < 0 || s[id] > s[ids[best]] {
+			best = i
+		}
+	}
+	s[ids[best]] -= total
+	return best
+}
+
+// aliasNames are the configured aliases, for /v1/models.
+func (c *Config) aliasNames() []string {
+	var out []string
+	for _, m := range c.Models {
+		if len(m.Targets) > 0 {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// aliasTargets are the targets of model, if it is an alias.
+func (c *Config) aliasTargets(model string) []ModelTarget {
+	for _, m := range c.Models {
+		if strings.EqualFold(m.Name, model) {
+			return m.Targets
+		}
+	}
+	return nil
+}
+
+// checkAliases records the mistakes in aliases.
+func (c *Config) checkAliases(bad badFunc) {
+	for i, m := range c.Models {
+		for j, t := range m.Targets {
+			key := fmt.Sprintf("models[%d].targets[%d]", i, j)
+			if t.Model == "" {
+				bad(key+".model", "required: the provider's model name")
+			}
+			if t.Weight < 0 {
+				bad(key+".weight", "must not be negative")
+			}
+			if t.Provider != "" && !strings.Contains(t.Provider, "/") {
+				bad(key+".provider", "must be <node_id>/<provider id>, e.g. node-1/vllm")
+			}
+		}
+	}
+}
+
+// modelNames are the names clients may ask for now: every model an
+// admissible provider serves, and every alias one of whose targets is
+// served, sorted.
+func (g *Gateway) modelNames() []string {
+	names := g.pool.Models()
+	for _, a := range g.config().aliasNames() {
+		if g.pool.Known(a) && !slices.Contains(names, a) {
+			names = append(names, a)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// withAlias makes an alias's answers name it: unless the model exposes its
+// target, its Chat, Responses and Ollama requests run on the translated
+// path, which iop renders under the name the client asked for (the tunnel
+// would carry the upstream's own name). Endpoints that only tunnel
+// (embeddings, completions) answer with the target's name.
+func (g *Gateway) withAlias(sreq *streamgate.Request) {
+	m := g.config().model(sreq.Model)
+	if len(m.Targets) == 0 || m.ExposeTarget || sreq.Work.Run == nil {
+		return
+	}
+	sreq.Work.Tunnel, sreq.Work.Native = nil, nil
+	sreq.AskedModelName = true
+	if rebuild := sreq.RebuildForModel; rebuild != nil {
+		sreq.RebuildForModel = func(model string) (streamgate.Work, error) {
+			w, err := rebuild(model)
+			if g.config().model(model).Targets != nil && !g.config().model(model).ExposeTarget && w.Run != nil {
+				w.Tunnel, w.Native = nil, nil
+			}
+			return w, err
+		}
+	}
+}
