@@ -95,6 +95,9 @@ type AuthConfig struct {
 	// TrustedProxies are the CIDRs of front proxies whose X-Forwarded-For
 	// names the client address failures are counted against. Default none.
 	TrustedProxies []string `koanf:"trusted_proxies"`
+	// LimitsStore shares keys' rate windows and budgets among edges (in
+	// Redis); unset, each edge counts on its own.
+	LimitsStore LimitStoreConfig `koanf:"limits_store"`
 }
 
 // KeyConfig is one client key, stored as a hash.
@@ -290,7 +293,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	for _, check := range []func(badFunc){c.checkListeners, c.checkNodes, c.checkAuth, c.checkLimits, c.checkLog, c.checkModels,
-		c.checkReferences, c.CORS.validate, c.checkAliases} {
+		c.checkReferences, c.CORS.validate, c.checkAliases, c.checkLimitsStore} {
 		check(bad)
 	}
 	return errors.Join(errs...)

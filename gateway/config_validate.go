@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/iopgw/iop/streamgate"
 )
@@ -80,6 +81,29 @@ func (c *Config) checkAuth(bad badFunc) {
 		if l := k.Limits; l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.Concurrent < 0 || l.TokensPerDay < 0 || l.TokensPerMonth < 0 {
 			bad(key+".limits", "must not be negative (0 or absent: no limit)")
 		}
+	}
+}
+
+func (c *Config) checkLimitsStore(bad badFunc) {
+	ls := c.Auth.LimitsStore
+	if ls.Redis == "" {
+		return
+	}
+	if _, _, err := net.SplitHostPort(ls.Redis); err != nil {
+		bad("auth.limits_store.redis", "must be host:port")
+	}
+	switch ls.Failure {
+	case "", "open", "closed":
+	default:
+		bad("auth.limits_store.failure", "must be open or closed")
+	}
+	if ls.PasswordEnv != "" {
+		if _, ok := os.LookupEnv(ls.PasswordEnv); !ok {
+			bad("auth.limits_store.password_env", "names the environment variable %s, which is not set", ls.PasswordEnv)
+		}
+	}
+	if ls.Timeout < 0 || ls.Window < 0 {
+		bad("auth.limits_store", "timeout and window must not be negative")
 	}
 }
 

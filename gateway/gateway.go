@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -120,6 +121,14 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.corsMW.set(cfg.CORS)
 	g.tenants = newTenants(cfg.Auth.Keys, nil)
 	g.keys = newKeyMetrics(g.reg)
+	if ls := cfg.Auth.LimitsStore; ls.Redis != "" {
+		warn := newSampledLog(g.log, 10*time.Second)
+		g.tenants.shared = newSharedLimits(ls, os.Getenv(ls.PasswordEnv), func(err error) {
+			g.keys.storeErrors.Inc()
+			warn.Warn("the limits store did not answer; applying auth.limits_store.failure", "failure", cmp.Or(ls.Failure, "open"),
+				"error", err.Error())
+		})
+	}
 	g.echo = g.newEcho()
 	return g, nil
 }

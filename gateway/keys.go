@@ -18,6 +18,8 @@ type keyMetrics struct {
 	requests *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
 	refused  *prometheus.CounterVec
+	// storeErrors counts calls to the shared limits store that failed.
+	storeErrors prometheus.Counter
 }
 
 func newKeyMetrics(reg prometheus.Registerer) *keyMetrics {
@@ -34,8 +36,12 @@ func newKeyMetrics(reg prometheus.Registerer) *keyMetrics {
 			Name: "iop_edge_key_refusals_total",
 			Help: "Requests refused by a key's limits, by key id and code (rate_limit_exceeded, insufficient_quota, model_not_allowed).",
 		}, []string{"key_id", "code"}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "iop_edge_limit_store_errors_total",
+			Help: "Calls to the shared limits store (Redis) that failed or timed out; the failure policy applied.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.tokens, m.refused)
+	reg.MustRegister(m.requests, m.tokens, m.refused, m.storeErrors)
 	return m
 }
 

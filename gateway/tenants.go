@@ -97,7 +97,8 @@ type keyUsage struct {
 // tenants enforces per-key limits and counts usage. Safe for concurrent
 // use.
 type tenants struct {
-	now func() time.Time
+	now    func() time.Time
+	shared *sharedLimits // nil: limits counted on this edge
 
 	mu   sync.Mutex
 	keys map[string]*tenant // by key id
@@ -159,6 +160,9 @@ func (t *tenants) admit(key, model string, estimate int64, header http.Header) (
 	}
 	now := t.now()
 	l := tn.cfg.Limits
+	if t.shared != nil {
+		return t.admitShared(tn, now, estimate, header)
+	}
 	tn.requests.refill(now)
 	tn.tokens.refill(now)
 	tn.day.roll(dayStart(now))
@@ -186,6 +190,24 @@ func (t *tenants) admit(key, model string, estimate int64, header http.Header) (
 	return &admission{t: t, key: key, estimate: estimate, header: header}, nil
 }
 
+// admitShared admits a request of tn against the shared store; t.mu is
+// held on entry and exit (not across the store's round trip).
+func (t *tenants) admitShared(tn *tenant, now time.Time, estimate int64, header http.Header) (*admission, *openai.Error) {
+	l := tn.cfg.Limits
+	if l.Concurrent > 0 && tn.inFlight >= l.Concurrent { // concurrency stays per edge
+		return nil, rateLimited("requests", "concurrent requests", int64(l.Concurrent), time.Second, header)
+	}
+	tn.inFlight++ // held while the store answers, so concurrency cannot overshoot
+	t.mu.Unlock()
+	e := t.shared.admit(tn.cfg.ID, l, now, header)
+	t.mu.Lock()
+	if e != nil {
+		tn.inFlight--
+		return nil, e
+	}
+	return &admission{t: t, key: tn.cfg.ID, estimate: estimate, header: header}, nil
+}
+
 // end settles an admitted request with the usage the upstream reported
 // (nil: none reported; the estimate stands for the rate limit and nothing
 // counts toward budgets).
@@ -203,6 +225,9 @@ func (a *admission) end(u *execution.TokenUsage) {
 		return
 	}
 	used := u.PromptTokens + u.CompletionTokens
+	if t.shared != nil {
+		go t.shared.settle(a.key, used, t.now()) // off the request's path
+	}
 	if tn.cfg.Limits.TokensPerMinute > 0 {
 		tn.tokens.level -= float64(used - a.estimate)
 	}
