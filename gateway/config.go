@@ -98,6 +98,9 @@ type AuthConfig struct {
 	// LimitsStore shares keys' rate windows and budgets among edges (in
 	// Redis); unset, each edge counts on its own.
 	LimitsStore LimitStoreConfig `koanf:"limits_store"`
+	// UsageFile, if set, keeps each key's usage and budget windows across
+	// restarts (a JSON snapshot written every 30s and at shutdown).
+	UsageFile string `koanf:"usage_file"`
 }
 
 // KeyConfig is one client key, stored as a hash.

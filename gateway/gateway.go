@@ -120,6 +120,11 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.newConfigMetrics()
 	g.corsMW.set(cfg.CORS)
 	g.tenants = newTenants(cfg.Auth.Keys, nil)
+	if cfg.Auth.UsageFile != "" {
+		if err := g.tenants.loadUsage(cfg.Auth.UsageFile); err != nil {
+			return nil, fmt.Errorf("auth.usage_file: %w", err)
+		}
+	}
 	g.keys = newKeyMetrics(g.reg)
 	if ls := cfg.Auth.LimitsStore; ls.Redis != "" {
 		warn := newSampledLog(g.log, 10*time.Second)
@@ -259,6 +264,9 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 	}
 	pctx, stopProbes := context.WithCancel(ctx)
 	wg.Go(func() { g.runRecoveryProbes(pctx) })
+	if path := g.config().Auth.UsageFile; path != "" {
+		wg.Go(func() { g.keepUsage(pctx, path, 30*time.Second) })
+	}
 	admin := ""
 	if adminLn != nil {
 		admin = adminLn.Addr().String()

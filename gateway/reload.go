@@ -64,6 +64,7 @@ func restartOnly(old, cur *Config) []string {
 		"edge_id": cur.EdgeID == "" || old.EdgeID == cur.EdgeID, "node_limits": old.NodeLimits == cur.NodeLimits,
 		"node_link": old.NodeLink == cur.NodeLink, "log.format": old.Log.Format == cur.Log.Format,
 		"auth.limits_store":       old.Auth.LimitsStore == cur.Auth.LimitsStore,
+		"auth.usage_file":         old.Auth.UsageFile == cur.Auth.UsageFile,
 		"streamgate.budget_ratio": old.StreamGate.BudgetRatio == cur.StreamGate.BudgetRatio,
 		"streamgate.budget_min":   old.StreamGate.BudgetMin == cur.StreamGate.BudgetMin,
 	} {
@@ -92,7 +93,7 @@ func (g *Gateway) Reload(next Config) error {
 	next.Listen, next.NodeListen, next.AdminListen, next.TLS, next.NodeTLS = old.Listen, old.NodeListen, old.AdminListen, old.TLS, old.NodeTLS
 	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format
 	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
-	next.Auth.LimitsStore = old.Auth.LimitsStore
+	next.Auth.LimitsStore, next.Auth.UsageFile = old.Auth.LimitsStore, old.Auth.UsageFile
 	sg, err := g.runtimeConfig(&next, g.sg.Load().Budget)
 	if err != nil {
 		g.reloads.WithLabelValues("rejected").Inc()

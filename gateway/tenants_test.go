@@ -92,3 +92,30 @@ func TestTenantReloadKeepsState(t *testing.T) {
 		t.Fatalf("status after reload %+v", st)
 	}
 }
+
+// TestUsageFileSurvivesRestart: a key's usage and budget window saved and
+// loaded by a new edge; a missing file is a first start.
+func TestUsageFileSurvivesRestart(t *testing.T) {
+	path := t.TempDir() + "/usage.json"
+	clk := &fakeNow{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	keys := []KeyConfig{{ID: "k", Limits: KeyLimits{TokensPerDay: 100}}}
+	first := newTenants(keys, clk.now)
+	if err := first.loadUsage(path); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := first.admit("k", "m", 0, nil)
+	a.end(&execution.TokenUsage{PromptTokens: 30, CompletionTokens: 70})
+	if err := first.saveUsage(path); err != nil {
+		t.Fatal(err)
+	}
+	second := newTenants(keys, clk.now)
+	if err := second.loadUsage(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, e := second.admit("k", "m", 0, nil); e == nil || e.Code != "insufficient_quota" {
+		t.Fatalf("the budget used before the restart was forgotten: %+v", e)
+	}
+	if st := second.status(); st[0].Usage.CompletionTokens != 70 {
+		t.Fatalf("usage after restart %+v", st[0].Usage)
+	}
+}
