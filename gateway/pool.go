@@ -62,10 +62,6 @@ type pooled struct {
 	probedAt time.Time // when it answered
 }
 
-func (p *pooled) serves(model string) bool {
-	return servedName(p.ad, model) != ""
-}
-
 // servedName is the name under which ad serves model, or "". Names
 // compare as the adapter does: Ollama treats "llama3.2" and
 // "llama3.2:latest" as one model.
