@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -51,6 +53,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	sum := streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
 	adm.end(sum.Usage)
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage)
+	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
 	a.Sum = &sum
 	if g.pool.Known(sreq.Model) || g.config().configured(sreq.Model) {
 		g.models.record(sreq.Model, sum)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/internal/konfig"
+	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -38,8 +39,10 @@ type Config struct {
 	Reload ReloadConfig `koanf:"reload"`
 	// CORS lets browser pages on other origins call the API (nothing by
 	// default).
-	CORS   CORSConfig    `koanf:"cors"`
-	Models []ModelConfig `koanf:"models"`
+	CORS CORSConfig `koanf:"cors"`
+	// Tracing exports OpenTelemetry spans over OTLP/HTTP (off by default).
+	Tracing tracing.Config `koanf:"tracing"`
+	Models  []ModelConfig  `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
 	Providers  []ProviderPolicy `koanf:"providers"`
 	StreamGate StreamGateConfig `koanf:"streamgate"`
@@ -296,7 +299,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	for _, check := range []func(badFunc){c.checkListeners, c.checkNodes, c.checkAuth, c.checkLimits, c.checkLog, c.checkModels,
-		c.checkReferences, c.CORS.validate, c.checkAliases, c.checkLimitsStore} {
+		c.checkReferences, c.CORS.validate, c.checkAliases, c.checkLimitsStore, c.checkTracing} {
 		check(bad)
 	}
 	return errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/iopgw/iop/streamgate"
 )
@@ -116,6 +117,13 @@ func (c *Config) checkLimits(bad badFunc) {
 	}
 	if c.StreamGate.MaxAttempts < 1 {
 		bad("streamgate.max_attempts", "must be at least 1")
+	}
+}
+
+func (c *Config) checkTracing(bad badFunc) {
+	if err := c.Tracing.Validate("tracing"); err != nil {
+		key, msg, _ := strings.Cut(err.Error(), ": ")
+		bad(key, "%s", msg)
 	}
 }
 

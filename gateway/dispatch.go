@@ -9,15 +9,21 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
 )
 
 // dispatcher implements streamgate.Dispatcher over the pool and the hub.
 type dispatcher struct {
-	pool *Pool
-	hub  *Hub
+	pool   *Pool
+	hub    *Hub
+	tracer trace.Tracer
 }
 
 var _ streamgate.Dispatcher = (*dispatcher)(nil)
@@ -30,8 +36,13 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		return nil, err
 	}
 	attemptID := randomID()
-	down, kind, err := buildDown(l, req.Work, attemptID)
+	ctx, span := d.tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("iop.provider", l.ProviderID), attribute.String("iop.node", l.NodeID),
+		attribute.String("iop.model", l.Model), attribute.String("iop.target", l.Target)))
+	down, kind, err := buildDown(l, tracedWork(ctx, req.Work), attemptID)
 	if err != nil {
+		span.SetStatus(codes.Error, "dispatch refused")
+		span.End()
 		l.Release()
 		if errors.As(err, new(*streamgate.RefusedError)) {
 			return nil, err
@@ -43,13 +54,15 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 	if err != nil {
 		cancel()
 		l.Release()
+		span.SetStatus(codes.Error, "the node did not open the attempt")
+		span.End()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		d.hub.metrics.dispatchFails.Inc()
 		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
-	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel}, nil
+	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel, span: span}, nil
 }
 
 // Candidates implements [streamgate.Dispatcher].
@@ -142,6 +155,7 @@ type edgeAttempt struct {
 	closeOnce  sync.Once
 	relOnce    sync.Once
 	status     int // the tunnel's upstream status, from response_start
+	span       trace.Span
 }
 
 // release releases the lease exactly once, whichever path gets there
@@ -176,6 +190,7 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	}
 	m, err := a.conn.stream.Recv()
 	if err != nil {
+		a.span.SetStatus(codes.Error, "node link")
 		a.release()
 		return streamgate.Item{}, fmt.Errorf("node link: %w", err)
 	}
@@ -235,6 +250,15 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 
 // report feeds the attempt's result to its provider's outlier state.
 func (a *edgeAttempt) report(r attemptResult) {
+	switch r {
+	case resultSuccess:
+		a.span.SetStatus(codes.Ok, "")
+	case resultServerFailure:
+		a.span.SetStatus(codes.Error, "provider failure")
+	}
+	if a.status != 0 {
+		a.span.SetAttributes(attribute.Int("http.response.status_code", a.status))
+	}
 	if a.pool.reportResult(a.lease.slot, r) {
 		a.pool.logEjection(a.lease.ProviderID)
 	}
@@ -284,5 +308,22 @@ func (a *edgeAttempt) Close() {
 		a.conn.end()
 		a.cancel()
 		a.release()
+		a.span.End()
 	})
+}
+
+// tracedWork is w with the attempt's trace context in the headers the
+// upstream receives (copies: the request's work is shared by attempts).
+func tracedWork(ctx context.Context, w streamgate.Work) streamgate.Work {
+	if w.Run != nil {
+		r := *w.Run
+		r.Header = tracing.Inject(ctx, r.Header)
+		w.Run = &r
+	}
+	if w.Tunnel != nil {
+		t := *w.Tunnel
+		t.Header = tracing.Inject(ctx, t.Header)
+		w.Tunnel = &t
+	}
+	return w
 }

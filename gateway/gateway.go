@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
 )
@@ -60,7 +61,8 @@ type Gateway struct {
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
 	corsMW  corsState
-	tenants *tenants    // per-key limits and usage
+	tenants *tenants // per-key limits and usage
+	tracer  *tracing.Tracer
 	keys    *keyMetrics // per-key counters
 	// sgMetrics are the request runtime's collectors (kept across reloads).
 	sgMetrics *streamgate.Metrics
@@ -109,6 +111,9 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
 	g.auth = newAuthenticator(cfg.Auth)
 	var err error
+	if g.tracer, err = tracing.New(cfg.Tracing, "iop-edge"); err != nil {
+		return nil, err
+	}
 	if g.sgMetrics, err = streamgate.NewMetrics(g.reg); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
@@ -149,7 +154,7 @@ func (g *Gateway) runtimeConfig(cfg *Config, budget *streamgate.Budget) (*stream
 		return nil, err
 	}
 	sg := streamgate.Config{
-		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
+		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub, tracer: g.tracer}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
 		Hold:           streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
 		Policy:         func(model string) streamgate.RetryPolicy { return g.config().RetryPolicy(model) },
@@ -282,6 +287,11 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 	stopProbes()
 	g.shutdown()
 	wg.Wait()
+	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.tracer.Shutdown(tctx); err != nil {
+		g.log.Warn("flushing traces failed", "error", err.Error())
+	}
 	return first
 }
 

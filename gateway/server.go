@@ -23,7 +23,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = g.httpError
-	e.Use(g.accessLog, g.recoverPanics, g.observe, g.headerLimit, g.cors, g.authenticate)
+	e.Use(g.traceRequest, g.accessLog, g.recoverPanics, g.observe, g.headerLimit, g.cors, g.authenticate)
 
 	e.POST("/v1/chat/completions", g.chatCompletions)
 	e.POST("/v1/responses", g.responses)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -55,6 +56,7 @@ type Agent struct {
 	// provMu guards cfg.Providers, which Reload replaces.
 	provMu    sync.RWMutex
 	malformed *prometheus.CounterVec
+	tracer    *tracing.Tracer
 }
 
 // New builds an agent from a resolved configuration.
@@ -83,8 +85,11 @@ func New(cfg Config, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, opts: opts, log: opts.Log, registry: registry, sessions: map[string]*Session{}, links: links, malformed: malformed}
+	if a.tracer, err = tracing.New(cfg.Tracing, "iop-node"); err != nil {
+		return nil, err
+	}
 	a.bridge = NewBridge(BridgeConfig{
-		Registry: registry, Probes: &ProbeCoordinator{Timeout: opts.ProbeTimeout},
+		Registry: registry, Probes: &ProbeCoordinator{Timeout: opts.ProbeTimeout}, Tracer: a.tracer,
 		Observer: newLivenessObservability(opts.Registerer, opts.Log), Log: opts.Log, CloseGrace: cfg.Liveness.CloseGrace,
 	})
 	return a, nil
@@ -101,6 +106,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.registry.Close()
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.tracer.Shutdown(tctx) // flush the last spans
+	}()
 	// Sessions and attempts outlive ctx by the drain: when ctx ends the
 	// node drains, then work stops.
 	work, stop := context.WithCancel(context.WithoutCancel(ctx))

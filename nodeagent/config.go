@@ -11,6 +11,7 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/konfig"
+	"github.com/iopgw/iop/internal/tracing"
 )
 
 // Config is a node agent's configuration (configs/node.example.yaml).
@@ -32,6 +33,8 @@ type Config struct {
 	// with watch, a change of its content does too (polled every interval,
 	// default 2s).
 	Reload ReloadConfig `koanf:"reload"`
+	// Tracing exports OpenTelemetry spans over OTLP/HTTP (off by default).
+	Tracing tracing.Config `koanf:"tracing"`
 	// Liveness tunes the stall watchdog.
 	Liveness LivenessConfig `koanf:"liveness"`
 	// Providers are the model servers this node runs work on.
@@ -221,6 +224,9 @@ func (c *Config) Resolve() error {
 		bad("node_id", "required")
 	} else if !validID(c.NodeID) {
 		bad("node_id", "must be 1-64 characters of [A-Za-z0-9._-]")
+	}
+	if err := c.Tracing.Validate("tracing"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Token == "" && c.TokenFile != "" {
 		b, err := os.ReadFile(c.TokenFile)

@@ -11,7 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -25,6 +31,7 @@ type Bridge struct {
 	observer   StallObserver
 	log        *slog.Logger
 	closeGrace time.Duration
+	tracer     trace.Tracer
 
 	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
 
@@ -40,16 +47,20 @@ type BridgeConfig struct {
 	Observer   StallObserver     // nil: no stall observations
 	Log        *slog.Logger      // nil: discard
 	CloseGrace time.Duration     // zero: DefaultCloseGrace
+	Tracer     trace.Tracer      // nil: no spans
 }
 
 // NewBridge returns a Bridge.
 func NewBridge(c BridgeConfig) *Bridge {
 	b := &Bridge{
-		registry: c.Registry, probes: c.Probes, observer: c.Observer, log: c.Log, closeGrace: c.CloseGrace,
+		registry: c.Registry, probes: c.Probes, observer: c.Observer, log: c.Log, closeGrace: c.CloseGrace, tracer: c.Tracer,
 		runs: map[string]map[*attemptState]struct{}{}, inFlight: map[string]*atomic.Int32{},
 	}
 	if b.probes == nil {
 		b.probes = &ProbeCoordinator{}
+	}
+	if b.tracer == nil {
+		b.tracer = noop.NewTracerProvider().Tracer("iop")
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -151,7 +162,10 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 		return
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
-	out := &outbound{log: b.log, providerID: desc.ProviderID}
+	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathNormalized)
+	defer span.End()
+	req.Header = tracing.Inject(ctx, req.Header)
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span}
 	em := execution.NewEmitter(func(ev execution.RunEvent) {
 		ev.Failure = out.observe(execution.ClassifyRuntimeEvent(ev), ev.Failure)
 		for _, part := range splitEvent(ev, maxEventText) {
@@ -191,6 +205,9 @@ func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunn
 		return
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
+	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathProviderTunnel)
+	defer span.End()
+	req.Header = tracing.Inject(ctx, req.Header)
 	b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return t.Tunnel(ctx, req, em)
 	})
@@ -199,7 +216,7 @@ func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunn
 // frames runs a frame-producing attempt (tunnel or ollama_api).
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
 	timeoutMS int64, send func(*wire.ProviderTunnelFrame) error, exec func(context.Context, *execution.FrameEmitter) error) {
-	out := &outbound{log: b.log, providerID: desc.ProviderID}
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx)}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
 		out.send(func() error { return send(tunnelFrameToProto(f, id)) })
@@ -226,6 +243,7 @@ type outbound struct {
 	w          *watchdog // set before the provider runs
 	log        *slog.Logger
 	providerID string
+	span       trace.Span // the node's span of the attempt
 	sendErr    error
 }
 
@@ -236,6 +254,9 @@ func (o *outbound) observe(d execution.Disposition, f *execution.ExecutionFailur
 	}
 	if f != nil && f.Code == execution.FailureCodeResponseStalled && !o.w.claimed.Load() {
 		return nil // only the watchdog types a stall
+	}
+	if f != nil {
+		o.span.SetStatus(codes.Error, string(f.Code))
 	}
 	return f
 }
@@ -383,4 +404,13 @@ func logUpstreamFailure(log *slog.Logger, providerID string, err error) {
 	}
 	log.Warn("upstream failed", slog.String("provider_id", providerID), slog.String("cause", cause),
 		slog.Int("status", f.Upstream.Status), slog.String("error", detail))
+}
+
+// startSpan opens the node's span of an attempt, the child of the edge's
+// attempt span when the request carries its trace context.
+func (b *Bridge) startSpan(ctx context.Context, h map[string][]string, desc execution.ProviderDescriptor, model string,
+	path execution.ExecutionPath) (context.Context, trace.Span) {
+	return b.tracer.Start(tracing.Extract(ctx, h), "iop node attempt", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("iop.provider", desc.ProviderID), attribute.String("iop.adapter", desc.Adapter),
+			attribute.String("iop.model", model), attribute.String("iop.path", string(path))))
 }
