@@ -333,6 +333,18 @@ func (p *Pool) pickLocked(cands []*pooled, model string) *pooled {
 		}
 		return best
 	}
+	// A stable order, so ties between equal round-robin values always
+	// break the same way (the interleaving stays smooth).
+	order := make([]int, len(tied))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool { return tied[order[i]].key.edgeID() < tied[order[j]].key.edgeID() })
+	sorted, sw := make([]*pooled, len(tied)), make([]int, len(tied))
+	for i, k := range order {
+		sorted[i], sw[i] = tied[k], weights[k]
+	}
+	tied, weights = sorted, sw
 	ids := make([]string, len(tied))
 	for i, c := range tied {
 		ids[i] = c.key.edgeID()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/iopgw/iop/gateway"
@@ -34,10 +35,10 @@ func TestCORSInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal("chromium is required (Debian package chromium; .ci/run installs it)")
 	}
-	var api string
+	var api atomic.Pointer[string] // known once the cluster runs
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, corsPage, api)
+		fmt.Fprintf(w, corsPage, *api.Load())
 	}))
 	defer page.Close()
 	other := httptest.NewServer(page.Config.Handler)
@@ -46,7 +47,7 @@ func TestCORSInChromium(t *testing.T) {
 		g.Auth.Keys = []gateway.KeyConfig{{ID: "browser", SHA256: gateway.HashToken("sk-browser")}}
 		g.CORS.AllowedOrigins = []string{page.URL}
 	}, Nodes: []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}}}, nil)
-	api = c.URL
+	api.Store(&c.URL)
 	run := func(url string) string {
 		cmd := exec.Command("node", "cors.mjs", url)
 		cmd.Dir = filepath.Join("..", "..", "..", "conformance", "testdata", "js")

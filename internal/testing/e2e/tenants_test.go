@@ -29,16 +29,17 @@ func chatAs(t *testing.T, url, key string, stream bool) *http.Response {
 	return resp
 }
 
-// TestKeyRequestLimit: a key limited to 60 requests a minute gets exactly
-// 60, then 429 with OpenAI's rate-limit headers; openai-go (its default
+// TestKeyRequestLimit: a key limited to 20 requests a minute gets exactly
+// 20 (the bucket refills one every 3 s), then 429 with OpenAI's rate-limit
+// headers; openai-go (its default
 // retries on) backs off by Retry-After and succeeds once a request is
 // available again; another key is not affected.
 func TestKeyRequestLimit(t *testing.T) {
 	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Limits: gateway.KeyLimits{RequestsPerMinute: 60}},
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Limits: gateway.KeyLimits{RequestsPerMinute: 20}},
 			{ID: "team-b", SHA256: gateway.HashToken("sk-b")}}
 	}, Nodes: []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{TokenLatency: time.Millisecond})}}}}, nil)
-	for i := range 60 {
+	for i := range 20 {
 		resp := chatAs(t, c.URL, "sk-a", i%2 == 0)
 		readAll(t, resp)
 		if resp.StatusCode != 200 {
@@ -49,8 +50,8 @@ func TestKeyRequestLimit(t *testing.T) {
 	body := readAll(t, resp)
 	h := resp.Header
 	if resp.StatusCode != 429 || !strings.Contains(body, `"code":"rate_limit_exceeded"`) || h.Get("Retry-After") == "" ||
-		h.Get("X-Ratelimit-Limit-Requests") != "60" || h.Get("X-Ratelimit-Remaining-Requests") != "0" || h.Get("X-Ratelimit-Reset-Requests") == "" {
-		t.Fatalf("the 61st request: %d %s %v", resp.StatusCode, body, h)
+		h.Get("X-Ratelimit-Limit-Requests") != "20" || h.Get("X-Ratelimit-Remaining-Requests") != "0" || h.Get("X-Ratelimit-Reset-Requests") == "" {
+		t.Fatalf("the 21st request: %d %s %v", resp.StatusCode, body, h)
 	}
 	if r := chatAs(t, c.URL, "sk-b", false); readAll(t, r) == "" || r.StatusCode != 200 {
 		t.Fatalf("another key: %d", r.StatusCode)
