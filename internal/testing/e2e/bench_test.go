@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -69,6 +71,59 @@ func BenchmarkGateway(b *testing.B) {
 					resp.Body.Close()
 					if resp.StatusCode != 200 || (strings.Contains(tc.body, "stream") && !bytes.Contains(body, []byte("[DONE]"))) {
 						b.Fatalf("%d %s", resp.StatusCode, body)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkTenancyOverhead measures what key limits and tracing cost per
+// request (tunnel JSON through edge and node to an instant upstream):
+// `go test -run '^$' -bench TenancyOverhead ./internal/testing/e2e`.
+func BenchmarkTenancyOverhead(b *testing.B) {
+	discard := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(discard.Close)
+	up := httptest.NewServer(fastUpstream())
+	b.Cleanup(up.Close)
+	for _, tc := range []struct {
+		name string
+		gw   func(*gateway.Config)
+		key  string
+	}{
+		{"off", nil, ""},
+		{"key-limits", func(g *gateway.Config) {
+			g.Auth.Keys = []gateway.KeyConfig{{ID: "k", SHA256: gateway.HashToken("sk-k"),
+				Limits: gateway.KeyLimits{RequestsPerMinute: 1 << 30, TokensPerMinute: 1 << 40, TokensPerDay: 1 << 50}}}
+		}, "sk-k"},
+		{"tracing", func(g *gateway.Config) { g.Tracing = tracing.Config{Enabled: true, Endpoint: discard.URL} }, ""},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := Start(b, Options{TCPNodeLink: true, Gateway: tc.gw}, func(*Cluster) []NodeSpec {
+				t := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"bench-t"}, Capacity: 100000}
+				return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{t}}}
+			})
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/chat/completions",
+						strings.NewReader(`{"model":"bench-t","messages":[{"role":"user","content":"hi"}]}`))
+					if tc.key != "" {
+						req.Header.Set("Authorization", "Bearer "+tc.key)
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						b.Fatalf("status %d", resp.StatusCode)
 					}
 				}
 			})
