@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +108,55 @@ func TestKeyTokenBudget(t *testing.T) {
 	body := readAll(t, resp)
 	if !strings.Contains(body, `"remaining_tokens_today": 0`) || !strings.Contains(body, `"tokens": 39`) || strings.Contains(body, "sk-a") {
 		t.Fatalf("/admin/keys %s", body)
+	}
+}
+
+// TestKeyRequestLimitOpenAINode: openai-node (default retries) makes 21
+// requests on a key limited to 20 a minute: the 21st meets a 429, the
+// client waits the Retry-After and gets its answer — every call succeeds.
+func TestKeyRequestLimitOpenAINode(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Limits: gateway.KeyLimits{RequestsPerMinute: 20}}}
+	}, Nodes: []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{TokenLatency: time.Millisecond})}}}}, nil)
+	cmd := exec.Command("node", "ratelimit.mjs", c.URL+"/v1", "sk-a", "21")
+	cmd.Dir = filepath.Join("..", "..", "..", "conformance", "testdata", "js")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var r struct{ OK, Calls, Status429 int }
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if r.OK != 21 || r.Status429 < 1 || r.Calls != 21+r.Status429 {
+		t.Fatalf("openai-node: %+v", r)
+	}
+	t.Logf("openai-node: 21 answers, %d 429s retried", r.Status429)
+}
+
+// TestKeyUsageAcrossFailover: a request whose primary fails (503, no
+// usage) and whose fallback answers counts the fallback's reported usage
+// only — failed attempts report none, and iop never estimates.
+func TestKeyUsageAcrossFailover(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Limits: gateway.KeyLimits{TokensPerDay: 1000}}}
+		g.Models = []gateway.ModelConfig{{Name: "503-persist", Fallbacks: []string{"iop-sim"}}}
+		fastRetry(g)
+	}}, func(c *Cluster) []NodeSpec {
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{c.WallProvider("w", "openai", "", "503-persist"),
+			Sim("sim", nodeagent.SimConfig{TokenLatency: time.Millisecond})}}}
+	})
+	req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"503-persist","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := readAll(t, resp); resp.StatusCode != 200 || !strings.Contains(b, `"total_tokens":13`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if v := c.Metric(t, "iop_edge_key_tokens_total", map[string]string{"key_id": "team-a", "kind": "completion"}); v != 12 {
+		t.Fatalf("completion tokens counted %v, want the fallback's 12", v)
 	}
 }
