@@ -28,7 +28,7 @@ type route struct {
 func (g *Gateway) AdminRoutes() []route {
 	gather := prometheus.Gatherers{prometheus.DefaultGatherer, g.reg}
 	return []route{
-		{"GET", "/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{})},
+		{"GET", "/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{EnableOpenMetrics: true})},
 		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })},
 		{"GET", "/readyz", http.HandlerFunc(g.readyz)},
 		{"GET", "/admin/providers", http.HandlerFunc(g.adminProviders)},

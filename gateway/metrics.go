@@ -12,6 +12,7 @@ type edgeMetrics struct {
 	nodesConnected  prometheus.Gauge
 	leasesInUse     prometheus.GaugeFunc
 	requests        *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
 	authFailures    prometheus.Counter
 	ejections       prometheus.Counter
 	heartbeatDrops  prometheus.Counter
@@ -32,6 +33,9 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 			Help: "Provider slots currently leased."}, func() float64 { return float64(pool.InUse()) }),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iop_edge_http_requests_total",
 			Help: "HTTP requests by route and status class."}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "iop_edge_http_request_duration_seconds",
+			Help:    "HTTP request duration by route (to the end of the body; streams included), with the trace id as exemplar when traced.",
+			Buckets: []float64{.005, .025, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}}, []string{"route"}),
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_auth_failures_total",
 			Help: "Rejected client authentications."}),
 		ejections: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_outlier_ejections_total",
@@ -41,6 +45,7 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 		dispatchFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_dispatch_failures_total",
 			Help: "Dispatches a node did not open in time or could not take; each moved to another provider when one could serve."}),
 	}
+	reg.MustRegister(m.duration)
 	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.ejections,
 		m.heartbeatDrops, m.dispatchFails)
 	return m

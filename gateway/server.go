@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"errors"
 	"fmt"
 	"io"
@@ -115,11 +118,13 @@ func (g *Gateway) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 // observe counts requests by route and status class.
 func (g *Gateway) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		start := time.Now()
 		err := next(c)
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
 		}
+		observeDuration(g.metrics.duration.WithLabelValues(route), time.Since(start), trace.SpanContextFromContext(c.Request().Context()))
 		code := c.Response().Status
 		if err != nil {
 			var he *echo.HTTPError
@@ -213,4 +218,14 @@ func (g *Gateway) headerLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// observeDuration records a request's duration, with its trace id as an
+// exemplar when the request was sampled into a trace.
+func observeDuration(o prometheus.Observer, d time.Duration, sc trace.SpanContext) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
+		eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+		return
+	}
+	o.Observe(d.Seconds())
 }

@@ -107,6 +107,17 @@ func TestTracesAcrossEdgeAndNode(t *testing.T) {
 			t.Fatalf("status %d %s\n%s", resp.StatusCode, b, logs.String())
 		}
 	}
+	// The latency histogram carries the trace id as an exemplar (OpenMetrics).
+	mreq, _ := http.NewRequest(http.MethodGet, c.AdminURL+"/metrics", nil)
+	mreq.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	mresp, err := http.DefaultClient.Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := readAll(t, mresp); !strings.Contains(m, `iop_edge_http_request_duration_seconds_bucket{route="/v1/chat/completions"`) ||
+		!strings.Contains(m, `trace_id="`+traceID+`"`) {
+		t.Fatal("no trace exemplar on the request duration histogram")
+	}
 	c.Stop() // flushes both processes' spans
 	server, attempt, node := rcv.find("iop POST"), rcv.find("iop attempt"), rcv.find("iop node attempt")
 	if server == nil || attempt == nil || node == nil {
