@@ -25,6 +25,12 @@ type recorder struct {
 
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b, _ := io.ReadAll(req.Body)
+	if req.Method == http.MethodGet {
+		// The edge's connect probe (GET /models): not a request under test.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"list","data":[]}`)
+		return
+	}
 	r.mu.Lock()
 	r.paths, r.bodies, r.headers = append(r.paths, req.URL.Path), append(r.bodies, b), append(r.headers, req.Header.Clone())
 	r.mu.Unlock()
