@@ -102,6 +102,19 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.health = newHealthObservability(g.reg, g.log)
 	g.events = newEventLog()
 	g.health.events = g.events
+	g.newFleet(&cfg)
+	if err := g.newRuntime(&cfg); err != nil {
+		return nil, err
+	}
+	if err := g.newTenancy(&cfg); err != nil {
+		return nil, err
+	}
+	g.echo = g.newEcho()
+	return g, nil
+}
+
+// newFleet builds the pool, its metrics and the hub nodes connect to.
+func (g *Gateway) newFleet(cfg *Config) {
 	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay, Outlier: cfg.Outlier,
 		Aliases: func(model string) []ModelTarget { return g.config().aliasTargets(model) }})
 	g.metrics = newEdgeMetrics(g.reg, g.pool)
@@ -109,25 +122,36 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
 	g.hub.onConnect = g.probeOnConnect
 	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
-	g.auth = newAuthenticator(cfg.Auth)
+}
+
+// newRuntime builds tracing and the request runtime's configuration.
+func (g *Gateway) newRuntime(cfg *Config) error {
 	var err error
 	if g.tracer, err = tracing.New(cfg.Tracing, "iop-edge"); err != nil {
-		return nil, err
+		return err
 	}
 	if g.sgMetrics, err = streamgate.NewMetrics(g.reg); err != nil {
-		return nil, fmt.Errorf("registering metrics: %w", err)
+		return fmt.Errorf("registering metrics: %w", err)
 	}
-	sg, err := g.runtimeConfig(&cfg, streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, opts.Clock))
+	budget := streamgate.NewBudget(streamgate.BudgetConfig{Ratio: cfg.StreamGate.BudgetRatio, MinConcurrent: cfg.StreamGate.BudgetMin}, g.opts.Clock)
+	sg, err := g.runtimeConfig(cfg, budget)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	g.sg.Store(sg)
 	g.newConfigMetrics()
 	g.corsMW.set(cfg.CORS)
+	return nil
+}
+
+// newTenancy builds client authentication, per-key limits (shared in
+// Redis when configured) and their usage file.
+func (g *Gateway) newTenancy(cfg *Config) error {
+	g.auth = newAuthenticator(cfg.Auth)
 	g.tenants = newTenants(cfg.Auth.Keys, nil)
 	if cfg.Auth.UsageFile != "" {
 		if err := g.tenants.loadUsage(cfg.Auth.UsageFile); err != nil {
-			return nil, fmt.Errorf("auth.usage_file: %w", err)
+			return fmt.Errorf("auth.usage_file: %w", err)
 		}
 	}
 	g.keys = newKeyMetrics(g.reg)
@@ -139,8 +163,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 				"error", err.Error())
 		})
 	}
-	g.echo = g.newEcho()
-	return g, nil
+	return nil
 }
 
 // config is the current configuration.
