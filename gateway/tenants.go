@@ -19,18 +19,18 @@ import (
 type KeyLimits struct {
 	// RequestsPerMinute: a token bucket holding this many requests, refilled
 	// continuously (a burst of N, then one every 60/N seconds).
-	RequestsPerMinute int `koanf:"requests_per_minute"`
+	RequestsPerMinute int `koanf:"requests_per_minute" json:"requests_per_minute,omitempty"`
 	// TokensPerMinute: prompt + completion tokens, the same kind of bucket;
 	// a request is admitted while the bucket is not empty, reserving an
 	// estimate of its prompt, and settled with the usage the upstream
 	// reported.
-	TokensPerMinute int64 `koanf:"tokens_per_minute"`
+	TokensPerMinute int64 `koanf:"tokens_per_minute" json:"tokens_per_minute,omitempty"`
 	// Concurrent requests in flight.
-	Concurrent int `koanf:"concurrent"`
+	Concurrent int `koanf:"concurrent" json:"concurrent,omitempty"`
 	// TokensPerDay and TokensPerMonth are budgets (UTC calendar day and
 	// month); used up, requests get 429 insufficient_quota until the reset.
-	TokensPerDay   int64 `koanf:"tokens_per_day"`
-	TokensPerMonth int64 `koanf:"tokens_per_month"`
+	TokensPerDay   int64 `koanf:"tokens_per_day" json:"tokens_per_day,omitempty"`
+	TokensPerMonth int64 `koanf:"tokens_per_month" json:"tokens_per_month,omitempty"`
 }
 
 // bucket is a token bucket: capacity, refilled at capacity per minute.
