@@ -50,8 +50,9 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	}
 	g.withAlias(sreq)
 	g.withResume(sreq)
-	sum := streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
-	adm.end(sum.Usage)
+	var sum streamgate.Summary
+	defer func() { adm.end(sum.Usage) }() // settled even if serving panics: the key's concurrency slot comes back
+	sum = streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage)
 	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
 	a.Sum = &sum
