@@ -35,6 +35,9 @@ func (g *Gateway) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
 // provider, attempts, retries, fallbacks, resumes, outcome, time to first
 // byte, usage — identifiers of iop's own, never text.
 func traceSummary(span trace.Span, asked string, s streamgate.Summary) {
+	if !span.IsRecording() {
+		return // tracing off or not sampled: build nothing
+	}
 	attrs := []attribute.KeyValue{attribute.String("iop.model.requested", asked), attribute.String("iop.model.answered", s.Model),
 		attribute.String("iop.provider", s.Provider), attribute.String("iop.path", s.Path), attribute.String("iop.outcome", s.Outcome),
 		attribute.Int("iop.attempts", s.Attempts), attribute.Int("iop.retries", s.Retries), attribute.Int("iop.fallbacks", s.Fallbacks),
