@@ -160,3 +160,30 @@ func TestKeyUsageAcrossFailover(t *testing.T) {
 		t.Fatalf("completion tokens counted %v, want the fallback's 12", v)
 	}
 }
+
+// TestKeyBudgetFromTunnelledUsage: on the tunnel path the usage the
+// upstream reports (a wall: 9 prompt + 6 completion tokens, in the JSON
+// answer and in a stream's usage chunk) counts toward the key's budget.
+func TestKeyBudgetFromTunnelledUsage(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Limits: gateway.KeyLimits{TokensPerDay: 1000}}}
+	}}, func(c *Cluster) []NodeSpec {
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{c.WallProvider("w", "openai", nodeagent.PathTunnel, "ok")}}}
+	})
+	for _, body := range []string{`{"model":"ok","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"ok","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`} {
+		req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-a")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	if p, cpl := c.Metric(t, "iop_edge_key_tokens_total", map[string]string{"key_id": "team-a", "kind": "prompt"}),
+		c.Metric(t, "iop_edge_key_tokens_total", map[string]string{"key_id": "team-a", "kind": "completion"}); p != 18 || cpl != 12 {
+		t.Fatalf("tokens counted: prompt %v, completion %v; want 18 and 12 from the wall's usage", p, cpl)
+	}
+}
