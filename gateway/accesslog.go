@@ -56,7 +56,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage)
 	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
 	a.Sum = &sum
-	if g.pool.Known(sreq.Model) || g.config().configured(sreq.Model) {
+	if g.knownName(sreq.Model) {
 		g.models.record(sreq.Model, sum)
 	}
 	return nil

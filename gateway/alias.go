@@ -114,19 +114,16 @@ func (g *Gateway) modelNames() []string {
 // would carry the upstream's own name). Endpoints that only tunnel
 // (embeddings, completions) answer with the target's name.
 func (g *Gateway) withAlias(sreq *streamgate.Request) {
-	m := g.config().model(sreq.Model)
-	if len(m.Targets) == 0 || m.ExposeTarget || sreq.Work.Run == nil {
+	if sreq.Work.Run == nil || !g.rendersAlias(sreq.Model) {
 		return
 	}
-	sreq.Work.Tunnel, sreq.Work.Native = nil, nil
 	sreq.AskedModelName = true
-	if rebuild := sreq.RebuildForModel; rebuild != nil {
-		sreq.RebuildForModel = func(model string) (streamgate.Work, error) {
-			w, err := rebuild(model)
-			if g.config().model(model).Targets != nil && !g.config().model(model).ExposeTarget && w.Run != nil {
-				w.Tunnel, w.Native = nil, nil
-			}
-			return w, err
-		}
-	}
+	translatedOnly(sreq, g.rendersAlias)
+}
+
+// rendersAlias reports whether model is an alias whose answers iop renders
+// under the alias's name.
+func (g *Gateway) rendersAlias(model string) bool {
+	m := g.config().model(model)
+	return len(m.Targets) > 0 && !m.ExposeTarget
 }

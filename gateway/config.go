@@ -42,7 +42,9 @@ type Config struct {
 	CORS CORSConfig `koanf:"cors"`
 	// Tracing exports OpenTelemetry spans over OTLP/HTTP (off by default).
 	Tracing tracing.Config `koanf:"tracing"`
-	Models  []ModelConfig  `koanf:"models"`
+
+	policies *policyTable  // resolved retry policies (resolvePolicies)
+	Models   []ModelConfig `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
 	Providers  []ProviderPolicy `koanf:"providers"`
 	StreamGate StreamGateConfig `koanf:"streamgate"`

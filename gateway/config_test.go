@@ -44,6 +44,11 @@ func TestRetryPolicyInherits(t *testing.T) {
 		big.RetryOn != streamgate.RetryOnOf(streamgate.ClassConnect) {
 		t.Fatalf("model policy %+v", big)
 	}
+	// The table a running edge looks policies up in says the same.
+	c.resolvePolicies()
+	if c.RetryPolicy("small") != other || c.RetryPolicy("BIG") != big {
+		t.Fatal("the resolved policy table disagrees with the computed policies")
+	}
 }
 
 func TestConfigErrorsNameKeyAndFile(t *testing.T) {

@@ -96,6 +96,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		cfg.EdgeID, _ = os.Hostname()
 	}
 	g := &Gateway{opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
+	cfg.resolvePolicies()
 	g.conf.Store(&cfg)
 	g.confGen.Store(1)
 	g.drain, g.drainNow = context.WithCancel(context.Background())

@@ -45,9 +45,16 @@ func newKeyMetrics(reg prometheus.Registerer) *keyMetrics {
 	return m
 }
 
+// knownName reports whether model names something the edge knows: served
+// now or since start, or configured. Only such names become metric labels
+// or per-model counters (a bounded set).
+func (g *Gateway) knownName(model string) bool {
+	return g.pool.Known(model) || g.config().configured(model) || g.pool.Served(model)
+}
+
 // modelLabel bounds the model label to models the edge knows.
 func (g *Gateway) modelLabel(model string) string {
-	if g.pool.Known(model) || g.config().configured(model) || g.pool.Served(model) {
+	if g.knownName(model) {
 		return model
 	}
 	return "other"

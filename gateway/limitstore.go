@@ -112,7 +112,7 @@ func (s *sharedLimits) admit(key string, l KeyLimits, now time.Time, h http.Head
 	if err != nil || len(res) != 3 {
 		return s.failed(fmt.Errorf("admission: %w", errors.Join(err, errShape(res))))
 	}
-	s.headers(l, res[1], res[2], windowLeft, h)
+	setRateHeaders(h, l, int64(l.RequestsPerMinute)-res[1], l.TokensPerMinute-res[2], windowLeft, windowLeft)
 	switch res[0] {
 	case 1:
 		return rateLimited("requests", "requests per minute (RPM)", int64(l.RequestsPerMinute), windowLeft, h)
@@ -138,19 +138,6 @@ func (s *sharedLimits) settle(key string, tokens int64, now time.Time) {
 		(49 * time.Hour).Milliseconds(), (32 * 24 * time.Hour).Milliseconds()).Err()
 	if err != nil {
 		s.onError(fmt.Errorf("settlement: %w", err))
-	}
-}
-
-func (s *sharedLimits) headers(l KeyLimits, reqs, toks int64, reset time.Duration, h http.Header) {
-	if l.RequestsPerMinute > 0 {
-		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(l.RequestsPerMinute))
-		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(max(0, int64(l.RequestsPerMinute)-reqs), 10))
-		h.Set("X-Ratelimit-Reset-Requests", resetString(reset))
-	}
-	if l.TokensPerMinute > 0 {
-		h.Set("X-Ratelimit-Limit-Tokens", strconv.FormatInt(l.TokensPerMinute, 10))
-		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(max(0, l.TokensPerMinute-toks), 10))
-		h.Set("X-Ratelimit-Reset-Tokens", resetString(reset))
 	}
 }
 

@@ -99,6 +99,7 @@ func (g *Gateway) Reload(next Config) error {
 		g.reloads.WithLabelValues("rejected").Inc()
 		return err
 	}
+	next.resolvePolicies()
 	g.conf.Store(&next)
 	g.sg.Store(sg)
 	g.auth.setKeys(next.Auth)
@@ -150,6 +151,9 @@ func changedKeys(old, cur *Config) []string {
 	ov, cv := reflect.ValueOf(*old), reflect.ValueOf(*cur)
 	t := ov.Type()
 	for i := range t.NumField() {
+		if !t.Field(i).IsExported() {
+			continue
+		}
 		if !reflect.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
 			key := t.Field(i).Tag.Get("koanf")
 			if key == "" {

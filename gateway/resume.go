@@ -17,17 +17,25 @@ func (g *Gateway) withResume(sreq *streamgate.Request) {
 	if run == nil || !sreq.Stream || !g.config().RetryPolicy(sreq.Model).Resume {
 		return
 	}
+	translatedOnly(sreq, func(string) bool { return true }) // every attempt: any may be continued
+	sreq.Continue = func(model, prefix string) (streamgate.Work, error) {
+		r, err := continuation(run, model, prefix)
+		return streamgate.Work{Run: r}, err
+	}
+}
+
+// translatedOnly makes sreq run on the translated path, and each fallback
+// model for which translated(model) holds: iop renders those answers.
+func translatedOnly(sreq *streamgate.Request, translated func(model string) bool) {
 	sreq.Work.Tunnel, sreq.Work.Native = nil, nil
 	if rebuild := sreq.RebuildForModel; rebuild != nil {
 		sreq.RebuildForModel = func(model string) (streamgate.Work, error) {
 			w, err := rebuild(model)
-			w.Tunnel, w.Native = nil, nil
+			if w.Run != nil && translated(model) {
+				w.Tunnel, w.Native = nil, nil
+			}
 			return w, err
 		}
-	}
-	sreq.Continue = func(model, prefix string) (streamgate.Work, error) {
-		r, err := continuation(run, model, prefix)
-		return streamgate.Work{Run: r}, err
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"time"
 
 	"github.com/iopgw/iop/streamgate"
@@ -74,8 +75,35 @@ func (r RetryConfig) validate(prefix string, bad badFunc) {
 	}
 }
 
-// RetryPolicy is the effective retry policy of model.
+// RetryPolicy is the effective retry policy of model: from the table
+// resolvePolicies built when the configuration was taken into use, else
+// computed.
 func (c *Config) RetryPolicy(model string) streamgate.RetryPolicy {
+	if t := c.policies; t != nil {
+		if p, ok := t.models[strings.ToLower(model)]; ok {
+			return p
+		}
+		return t.base
+	}
 	p := c.Retry.apply(streamgate.DefaultRetryPolicy())
 	return c.model(model).Retry.apply(p)
+}
+
+// policyTable is every configured model's effective policy, resolved once
+// per configuration (the request path only looks it up).
+type policyTable struct {
+	base   streamgate.RetryPolicy
+	models map[string]streamgate.RetryPolicy // by lower-cased name
+}
+
+// resolvePolicies builds c's policy table; call it on a validated
+// configuration before it serves.
+func (c *Config) resolvePolicies() {
+	t := &policyTable{base: c.Retry.apply(streamgate.DefaultRetryPolicy()), models: map[string]streamgate.RetryPolicy{}}
+	for _, m := range c.Models {
+		if _, dup := t.models[strings.ToLower(m.Name)]; !dup { // the first entry of a name wins, as in model()
+			t.models[strings.ToLower(m.Name)] = m.Retry.apply(t.base)
+		}
+	}
+	c.policies = t
 }

@@ -156,7 +156,7 @@ func (t *tenants) admit(key, model string, estimate int64, header http.Header) (
 	}
 	if len(tn.cfg.Models) > 0 && !slices.ContainsFunc(tn.cfg.Models, func(m string) bool { return strings.EqualFold(m, model) }) {
 		return nil, &openai.Error{Status: http.StatusForbidden, Type: openai.TypeInvalidRequest, Code: "model_not_allowed", Param: "model",
-			Message: "This API key may not use the model '" + clip(model) + "'."}
+			Message: "This API key may not use the model '" + clipID(model) + "'."}
 	}
 	now := t.now()
 	l := tn.cfg.Limits
@@ -242,16 +242,20 @@ func (t *tenants) headers(tn *tenant, h http.Header) {
 	if h == nil {
 		return
 	}
-	l := tn.cfg.Limits
+	setRateHeaders(h, tn.cfg.Limits, int64(tn.requests.level), int64(tn.tokens.level), tn.requests.full(), tn.tokens.full())
+}
+
+// setRateHeaders sets OpenAI's x-ratelimit headers for the limits l sets.
+func setRateHeaders(h http.Header, l KeyLimits, requestsLeft, tokensLeft int64, requestsReset, tokensReset time.Duration) {
 	if l.RequestsPerMinute > 0 {
 		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(l.RequestsPerMinute))
-		h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(max(0, int(tn.requests.level))))
-		h.Set("X-Ratelimit-Reset-Requests", resetString(tn.requests.full()))
+		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(max(0, requestsLeft), 10))
+		h.Set("X-Ratelimit-Reset-Requests", resetString(requestsReset))
 	}
 	if l.TokensPerMinute > 0 {
 		h.Set("X-Ratelimit-Limit-Tokens", strconv.FormatInt(l.TokensPerMinute, 10))
-		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(max(0, int64(tn.tokens.level)), 10))
-		h.Set("X-Ratelimit-Reset-Tokens", resetString(tn.tokens.full()))
+		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(max(0, tokensLeft), 10))
+		h.Set("X-Ratelimit-Reset-Tokens", resetString(tokensReset))
 	}
 }
 
@@ -293,11 +297,4 @@ func dayStart(t time.Time) time.Time {
 func monthStart(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-}
-
-func clip(s string) string {
-	if len(s) > 256 {
-		return s[:256]
-	}
-	return s
 }
