@@ -259,7 +259,9 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 		}
 		if ev.HasContent() {
 			ar.produced = true
-			rt.rs.delivered(ev)
+			if rt.req.Continue != nil { // only a resumable request keeps the text it delivered
+				rt.rs.delivered(ev)
+			}
 		}
 	case execution.EventTypeStart, execution.EventTypeUsage:
 		ar.enc.event(ev)
