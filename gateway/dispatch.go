@@ -315,6 +315,9 @@ func (a *edgeAttempt) Close() {
 // tracedWork is w with the attempt's trace context in the headers the
 // upstream receives (copies: the request's work is shared by attempts).
 func tracedWork(ctx context.Context, w streamgate.Work) streamgate.Work {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return w // tracing off: nothing to carry, nothing to copy
+	}
 	if w.Run != nil {
 		r := *w.Run
 		r.Header = tracing.Inject(ctx, r.Header)
