@@ -167,40 +167,6 @@ func render(env string, pl plan, vs []variant, res results, chunks int) report {
 	return report{markdown: b.String(), svg: plot(vs, res)}
 }
 
-// goals checks the goals against the iop variants.
-func goals(vs []variant, res results, streams, trunc float64) string {
-	t := table{head: []string{"goal", "target", "measured", "met"}}
-	add := func(goal, target string, v float64, ok bool, format string, met bool) {
-		t.rows = append(t.rows, []string{goal, target, f(v, ok, format), map[bool]string{true: "yes", false: "no"}[met && ok]})
-	}
-	for _, label := range []string{"iop dev tunnel", "iop dev normalized", "iop split tunnel", "iop split normalized"} {
-		if _, ok := res[label]; !ok {
-			continue
-		}
-		r, ok := ratio(res, label, "naive proxy", "cpu_us_per_req")
-		add(label+": CPU per request", "≤ 1.3× proxy", r, ok, "%.2f×", r <= 1.3)
-		r, ok = ratio(res, label, "naive proxy", "cpu_us_per_chunk")
-		add(label+": CPU per chunk", "≤ 1.2× proxy", r, ok, "%.2f×", r <= 1.2)
-		r, ok = ratio(res, label, "naive proxy", "rps64")
-		add(label+": max req/s (c=64)", "≥ 0.8× proxy", r, ok, "%.2f×", r >= 0.8)
-		t64, ok := res.median(label, "ttft64_p50_ms")
-		d64, _ := res.median("direct", "ttft64_p50_ms")
-		add(label+": added TTFT @64 streams", "≤ 5 ms", t64-d64, ok, "%.2f ms", t64-d64 <= 5)
-		for _, n := range []int{1000, 5000} {
-			k, ok := res.median(label, fmt.Sprintf("kib_per_stream_%d", n))
-			add(fmt.Sprintf("%s: memory per open stream @%d", label, n), "≤ 64 KiB", k, ok, "%.1f KiB", k <= 64)
-		}
-	}
-	for _, v := range vs {
-		if v.sys.name == "iop dev" && v.key == "n" {
-			idle, ok := res.median(v.label, "idle_rss_mb")
-			add("iop dev idle RSS (one process)", "≤ 30 MiB", idle, ok, "%.1f MiB", idle <= 30)
-		}
-	}
-	add(fmt.Sprintf("iop: truncated streams (of %.0f)", streams), "0", trunc, true, "%.0f", trunc == 0)
-	return "## Goals\n\n" + t.String()
-}
-
 // plot renders ratios against the naive proxy as a bar chart.
 func plot(vs []variant, res results) string {
 	metrics := []struct{ key, name string }{{"cpu_us_per_req", "CPU / request"}, {"cpu_us_per_chunk", "CPU / chunk"}, {"rps64", "req/s (c=64)"}}

@@ -35,8 +35,8 @@ type plan struct {
 
 func plans(quick bool) plan {
 	if quick {
-		return plan{reps: 1, latRequests: 300, thrDuration: 2 * time.Second, streamRequests64: 256, openStreams: []int{200},
-			truncationStreams: 2000, skipSplit: true, skipPortkey: true}
+		return plan{reps: 1, latRequests: 300, thrDuration: 2 * time.Second, streamRequests64: 256, openStreams: []int{1000},
+			truncationStreams: 2000, skipPortkey: true}
 	}
 	return plan{reps: 3, latRequests: 1500, thrDuration: 5 * time.Second, streamRequests64: 1280, streamRequests256: 2560,
 		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 5000}, truncationStreams: 50000}
@@ -136,6 +136,7 @@ func runBench(ctx context.Context, args []string) error {
 	for _, v := range variants {
 		rss, _ := v.sys.mem()
 		res.add(v.label, "idle_rss_mb", float64(rss)/1024)
+		res.add(v.label, "idle_rss_max_proc_mb", float64(v.sys.maxProcRSS())/1024)
 	}
 	// Warm up every system once.
 	for _, v := range variants {

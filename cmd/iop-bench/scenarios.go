@@ -48,6 +48,7 @@ func scenarios(pl plan, chunks int) []scenario {
 			r.add(v.label, "gap_p99_ms", ms(percentile(res.gaps, 0.99)))
 			if res.chunks > 0 && len(v.sys.procs) > 0 {
 				r.add(v.label, "cpu_us_per_chunk", float64(cpu)/1e3/float64(res.chunks))
+				r.add(v.label, "cpu_us_per_stream", float64(cpu)/1e3/float64(res.requests))
 			}
 			r.add(v.label, "truncated", float64(res.truncated))
 			r.add(v.label, "streams", float64(res.requests))

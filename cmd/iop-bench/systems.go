@@ -49,6 +49,15 @@ func (s *system) mem() (rss, peak int64) {
 	return rss, peak
 }
 
+// maxProcRSS is the largest resident set of the system's processes, KiB.
+func (s *system) maxProcRSS() (most int64) {
+	for _, pid := range s.pids() {
+		r, _ := memKB(pid)
+		most = max(most, r)
+	}
+	return most
+}
+
 // iopConfigs renders the gateway and node configs that point iop at the
 // upstream: provider "n" on the normalized path, "t" on the tunnel.
 func iopConfigs(dir, upstream, listen, nodeListen string) (gw, node, dev string) {
