@@ -157,6 +157,12 @@ type NodeLinkConfig struct {
 	// models (models[], nodes[].models) always get 503. Default 20s (nodes
 	// reconnect within about 19 s of an edge restart).
 	StartupGrace time.Duration `koanf:"startup_grace"`
+	// ParkedAttempts is how many attempt streams each node connection may
+	// keep open ahead of work: a dispatch goes straight onto one (no
+	// Dispatch message, no stream setup on the request path). Each costs
+	// an idle HTTP/2 stream and a goroutine on both ends. Zero turns
+	// parking off. Default 16, at most 1024.
+	ParkedAttempts int `koanf:"parked_attempts"`
 }
 
 // NodeLimitsConfig bounds what a node's advertisement may claim.
@@ -269,7 +275,7 @@ func DefaultConfig() Config {
 		Log:        LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
 		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
 			MaxConnsPerSource: 64, MaxConns: 4096},
-		NodeLink: NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second,
+		NodeLink: NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 16,
 			StartupGrace: 20 * time.Second},
 		DrainTimeout: 30 * time.Second,
 	}

@@ -61,6 +61,9 @@ func (c *Config) checkNodes(bad badFunc) {
 	if nl := c.NodeLink; nl.OpenTimeout <= 0 || nl.HeartbeatInterval <= 0 || nl.HeartbeatTimeout < nl.HeartbeatInterval {
 		bad("node_link", "open_timeout and heartbeat_interval must be positive, heartbeat_timeout at least heartbeat_interval")
 	}
+	if p := c.NodeLink.ParkedAttempts; p < 0 || p > maxParkedAttempts {
+		bad("node_link.parked_attempts", fmt.Sprintf("must be 0 to %d", maxParkedAttempts))
+	}
 }
 
 func (c *Config) checkAuth(bad badFunc) {

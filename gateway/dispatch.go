@@ -156,6 +156,9 @@ type edgeAttempt struct {
 	relOnce    sync.Once
 	status     int // the tunnel's upstream status, from response_start
 	span       trace.Span
+	// the rest of a batch being read (Recv's goroutine only)
+	events []*wire.RunEvent
+	frames []*wire.ProviderTunnelFrame
 }
 
 // release releases the lease exactly once, whichever path gets there
@@ -180,7 +183,8 @@ func (a *edgeAttempt) StallTimeout() time.Duration {
 
 // Recv implements [streamgate.Attempt]. On the terminal it validates stall
 // evidence against the lease and releases the lease exactly once; on a
-// transport failure it releases the lease too.
+// transport failure it releases the lease too. A batch's items come out
+// one per call, in order; nothing after a terminal is delivered.
 func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	a.mu.Lock()
 	done := a.terminated
@@ -188,7 +192,7 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	if done {
 		return streamgate.Item{}, io.EOF
 	}
-	m, err := a.conn.stream.Recv()
+	m, err := a.next()
 	if err != nil {
 		a.span.SetStatus(codes.Error, "node link")
 		a.release()
@@ -196,28 +200,9 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	}
 	switch msg := m.Msg.(type) {
 	case *wire.AttemptUp_Event:
-		ev := wire.RunEventFromProto(msg.Event)
-		if ev.Type.IsTerminal() {
-			a.report(eventResult(ev))
-			ev.Failure = a.terminal(ev.Failure)
-		}
-		return streamgate.Item{Event: &ev}, nil
+		return a.event(msg.Event), nil
 	case *wire.AttemptUp_Frame:
-		f := wire.TunnelFrameFromProto(msg.Frame)
-		if f.Type == execution.FrameTypeResponseStart {
-			if f.Status < 200 || f.Status > 599 {
-				// Untrusted input: a status a client must never see (a 1xx,
-				// or an invented one) ends the attempt as a provider failure.
-				f = execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "invalid upstream status",
-					Failure: execution.UpstreamFailure(&execution.UpstreamError{Message: fmt.Sprintf("the node reported an invalid upstream status %d", f.Status)})}
-			}
-			a.status = f.Status
-		}
-		if f.Type.IsTerminal() {
-			a.report(frameResult(f, a.status))
-			f.Failure = a.terminal(f.Failure)
-		}
-		return streamgate.Item{Frame: &f}, nil
+		return a.frame(msg.Frame), nil
 	case *wire.AttemptUp_CommandResult:
 		f := execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: msg.CommandResult.GetError(),
 			Failure: execution.NewFailure(execution.FailureCode(msg.CommandResult.GetErrorCode()), msg.CommandResult.GetError())}
@@ -226,6 +211,65 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	}
 	a.release()
 	return streamgate.Item{}, errors.New("node link: unexpected message")
+}
+
+// next is the attempt's next message: the next item of a batch being
+// read, or the next message on the stream. A batch's items become single
+// messages; an empty batch is skipped.
+func (a *edgeAttempt) next() (*wire.AttemptUp, error) {
+	for {
+		if len(a.events) > 0 {
+			ev := a.events[0]
+			a.events[0], a.events = nil, a.events[1:]
+			return &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: ev}}, nil
+		}
+		if len(a.frames) > 0 {
+			f := a.frames[0]
+			a.frames[0], a.frames = nil, a.frames[1:]
+			return &wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: f}}, nil
+		}
+		m, err := a.conn.recv()
+		if err != nil {
+			return nil, err
+		}
+		b, ok := m.Msg.(*wire.AttemptUp_Batch)
+		if !ok {
+			return m, nil
+		}
+		a.events, a.frames = b.Batch.GetEvents(), b.Batch.GetFrames()
+		if len(a.events) > 0 && len(a.frames) > 0 {
+			return nil, errors.New("a batch mixed events and frames")
+		}
+	}
+}
+
+// event maps one normalized event; its terminal ends the attempt.
+func (a *edgeAttempt) event(m *wire.RunEvent) streamgate.Item {
+	ev := wire.RunEventFromProto(m)
+	if ev.Type.IsTerminal() {
+		a.report(eventResult(ev))
+		ev.Failure = a.terminal(ev.Failure)
+	}
+	return streamgate.Item{Event: &ev}
+}
+
+// frame maps one tunnel frame; its terminal ends the attempt.
+func (a *edgeAttempt) frame(m *wire.ProviderTunnelFrame) streamgate.Item {
+	f := wire.TunnelFrameFromProto(m)
+	if f.Type == execution.FrameTypeResponseStart {
+		if f.Status < 200 || f.Status > 599 {
+			// Untrusted input: a status a client must never see (a 1xx,
+			// or an invented one) ends the attempt as a provider failure.
+			f = execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "invalid upstream status",
+				Failure: execution.UpstreamFailure(&execution.UpstreamError{Message: fmt.Sprintf("the node reported an invalid upstream status %d", f.Status)})}
+		}
+		a.status = f.Status
+	}
+	if f.Type.IsTerminal() {
+		a.report(frameResult(f, a.status))
+		f.Failure = a.terminal(f.Failure)
+	}
+	return streamgate.Item{Frame: &f}
 }
 
 // terminal handles the attempt's terminal: stall evidence goes through

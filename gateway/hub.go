@@ -72,6 +72,8 @@ type nodeConn struct {
 
 	attemptsMu sync.Mutex
 	attempts   map[*attemptConn]struct{} // open attempt streams, ended with the connection
+	parked     []*attemptConn            // streams opened ahead of work, ended with the connection
+	parkLimit  int                       // how many may be parked (the Welcome's parked_attempts)
 }
 
 // track adds a to c's open attempts; false when c has ended.
@@ -103,6 +105,10 @@ func (c *nodeConn) endAttempts() {
 		a.end()
 	}
 	clear(c.attempts)
+	for _, a := range c.parked {
+		a.end()
+	}
+	c.parked = nil
 }
 
 func (c *nodeConn) close() { c.done.Fire() }
@@ -123,6 +129,26 @@ type attemptConn struct {
 	stream    wire.NodeLink_AttemptServer
 	reception Reception
 	done      *syncx.Event // the attempt ended
+	// work sent on a parked stream: armed until the first message back
+	// (see watchTakeUp); owned by the receiving goroutine once armed.
+	takeUp   *time.Timer
+	notTaken atomic.Bool // the node did not take the work up in time
+}
+
+// errNotTakenUp ends work a frozen node received on a parked stream.
+var errNotTakenUp = errors.New("the node did not take up the attempt in time")
+
+// recv is the next message from the node.
+func (a *attemptConn) recv() (*wire.AttemptUp, error) {
+	m, err := a.stream.Recv()
+	if a.takeUp != nil {
+		a.takeUp.Stop()
+		a.takeUp = nil
+	}
+	if err != nil && a.notTaken.Load() {
+		return nil, fmt.Errorf("%w: %w", errNotTakenUp, err)
+	}
+	return m, err
 }
 
 func (a *attemptConn) end() { a.done.Fire() }
@@ -256,6 +282,11 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	}
 	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: syncx.NewEvent(), since: time.Now(), providers: len(ads),
 		heartbeats: hello.GetHeartbeats(), attempts: map[*attemptConn]struct{}{}}
+	if c.heartbeats {
+		// Parked work is checked against heartbeats (watchTakeUp): a node
+		// that does not answer them parks nothing.
+		c.parkLimit = h.link.ParkedAttempts
+	}
 	c.lastPong.Store(time.Now().UnixNano())
 	prev := h.conns[nodeID]
 	h.conns[nodeID] = c
@@ -267,7 +298,8 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 			"old_connection_generation", prev.gen, "connection_generation", c.gen, "peer", peerAddr(stream.Context()))
 	}
 	h.metrics.nodesConnected.Inc()
-	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Welcome{Welcome: &wire.Welcome{ConnectionGeneration: c.gen, EdgeId: h.edgeID}}}); err != nil {
+	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Welcome{Welcome: &wire.Welcome{ConnectionGeneration: c.gen, EdgeId: h.edgeID,
+		ParkedAttempts: uint32(c.parkLimit)}}}); err != nil {
 		h.unregister(c)
 		return err
 	}
@@ -470,12 +502,34 @@ func (h *Hub) unregister(c *nodeConn) {
 	h.log.Info("node disconnected", "node_id", c.nodeID, "connection_generation", c.gen)
 }
 
-// open dispatches work to the connection owner: it asks that connection
-// to open an Attempt stream and sends down on it.
+// open dispatches work to the connection owner: onto one of its parked
+// streams when it has one, otherwise it asks that connection to open an
+// Attempt stream and sends down on it.
 func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown) (*attemptConn, error) {
 	h.mu.Lock()
 	c := h.conns[owner.NodeID]
+	h.mu.Unlock()
 	if c == nil || c.gen != owner.ConnectionGeneration {
+		return nil, errors.New("the node connection is gone")
+	}
+	for a := c.takeParked(); a != nil; a = c.takeParked() {
+		if err := a.stream.Send(down); err == nil {
+			h.metrics.attemptStreams.WithLabelValues("parked").Inc()
+			h.watchTakeUp(c, a)
+			return a, nil
+		}
+		// The stream died unused: nothing ran; try the next one.
+		a.end()
+		c.untrack(a)
+	}
+	h.metrics.attemptStreams.WithLabelValues("dispatched").Inc()
+	return h.dispatch(ctx, c, owner, down)
+}
+
+// dispatch asks c to open an Attempt stream for down and sends it there.
+func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner Reception, down *wire.AttemptDown) (*attemptConn, error) {
+	h.mu.Lock()
+	if h.conns[owner.NodeID] != c {
 		h.mu.Unlock()
 		return nil, errors.New("the node connection is gone")
 	}
@@ -533,7 +587,11 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	}
 	r := Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
 	a := &attemptConn{stream: stream, reception: r, done: syncx.NewEvent()}
-	if err := h.deliver(open.GetDispatchId(), a); err != nil {
+	if open.GetParked() {
+		if err := h.parkAttempt(a); err != nil {
+			return err
+		}
+	} else if err := h.deliver(open.GetDispatchId(), a); err != nil {
 		return err
 	}
 	select {
@@ -550,6 +608,7 @@ func (h *Hub) untrack(r Reception, a *attemptConn) {
 	c := h.conns[r.NodeID]
 	h.mu.Unlock()
 	if c != nil && c.gen == r.ConnectionGeneration {
+		c.unpark(a)
 		c.untrack(a)
 	}
 }
@@ -593,13 +652,17 @@ func (h *Hub) deliver(id string, a *attemptConn) error {
 }
 
 // admitAttempt lets an attempt stream read its first message only while
-// the node has more dispatches waiting than streams already reading one:
-// a node cannot make the edge decode messages on streams it was never
-// asked to open.
+// the node has more dispatches waiting, plus room for parked streams,
+// than streams already reading one: a node cannot make the edge decode
+// messages on streams it was never asked (or allowed) to open.
 func (h *Hub) admitAttempt(nodeID string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.reading[nodeID] >= h.opening[nodeID] {
+	room := 0
+	if c := h.conns[nodeID]; c != nil {
+		room = c.parkRoom()
+	}
+	if h.reading[nodeID] >= h.opening[nodeID]+room {
 		return false
 	}
 	h.reading[nodeID]++
@@ -637,7 +700,14 @@ func (h *Hub) Nodes() []NodeInfo {
 func (h *Hub) drain() {
 	h.mu.Lock()
 	h.draining = true
+	conns := make([]*nodeConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
 	h.mu.Unlock()
+	for _, c := range conns {
+		c.endParked()
+	}
 }
 
 func randomID() string {
@@ -656,7 +726,7 @@ func (h *Hub) command(ctx context.Context, owner Reception, cmd *wire.Command) (
 		return nil, err
 	}
 	defer a.end()
-	m, err := a.stream.Recv()
+	m, err := a.recv()
 	if err != nil {
 		return nil, err
 	}

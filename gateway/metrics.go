@@ -17,6 +17,7 @@ type edgeMetrics struct {
 	ejections       prometheus.Counter
 	heartbeatDrops  prometheus.Counter
 	dispatchFails   prometheus.Counter
+	attemptStreams  *prometheus.CounterVec
 }
 
 func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
@@ -44,9 +45,11 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 			Help: "Node sessions dropped because the node stopped answering heartbeats (frozen or partitioned)."}),
 		dispatchFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_dispatch_failures_total",
 			Help: "Dispatches a node did not open in time or could not take; each moved to another provider when one could serve."}),
+		attemptStreams: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iop_edge_attempt_streams_total",
+			Help: "Attempts sent to nodes, by how their stream was had: parked (opened ahead of work) or dispatched (opened on request)."}, []string{"kind"}),
 	}
 	reg.MustRegister(m.duration)
 	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.ejections,
-		m.heartbeatDrops, m.dispatchFails)
+		m.heartbeatDrops, m.dispatchFails, m.attemptStreams)
 	return m
 }

@@ -13,8 +13,10 @@ import (
 // is checked before any provider lookup. capabilities and transport_status
 // produce a single CommandResult (sendResult); ollama_api streams frames
 // (sendFrame) under the same watchdog as a tunnel.
-func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command,
-	sendResult func(*wire.CommandResult) error, sendFrame func(*wire.ProviderTunnelFrame) error) {
+func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command, send func(*wire.AttemptUp) error) {
+	sendResult := func(r *wire.CommandResult) error {
+		return send(&wire.AttemptUp{Msg: &wire.AttemptUp_CommandResult{CommandResult: r}})
+	}
 	cmd := wire.CommandFromProto(m)
 	if err := execution.CheckProviderCommand(string(cmd.Command)); err != nil {
 		_ = sendResult(commandError(cmd, err))
@@ -26,7 +28,7 @@ func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command,
 	case execution.CommandTransportStatus:
 		_ = sendResult(b.transportStatus(sess))
 	case execution.CommandOllamaAPI:
-		b.ollamaAPI(ctx, sess, cmd, sendFrame)
+		b.ollamaAPI(ctx, sess, cmd, send)
 	}
 }
 
@@ -75,18 +77,18 @@ func (b *Bridge) transportStatus(sess *Session) *wire.CommandResult {
 
 // ollamaAPI passes an allowlisted native Ollama request through to the
 // provider and streams its answer as tunnel frames.
-func (b *Bridge) ollamaAPI(ctx context.Context, sess *Session, cmd *execution.CommandRequest, send func(*wire.ProviderTunnelFrame) error) {
+func (b *Bridge) ollamaAPI(ctx context.Context, sess *Session, cmd *execution.CommandRequest, send func(*wire.AttemptUp) error) {
 	p, desc, err := b.registry.Lookup(cmd.ProviderID)
 	if err != nil {
-		_ = send(tunnelFrameToProto(errorFrame(err), attemptIdentity{}))
+		_ = send(frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
 		return
 	}
 	if _, ok := p.(execution.CommandHandler); !ok {
-		_ = send(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not serve the Ollama API")), attemptIdentity{}))
+		_ = send(frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not serve the Ollama API")), attemptIdentity{})))
 		return
 	}
 	if err := execution.ValidateRunID(cmd.RunID); err != nil {
-		_ = send(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())), attemptIdentity{}))
+		_ = send(frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())), attemptIdentity{})))
 		return
 	}
 	id := attemptIdentity{RunID: cmd.RunID, AttemptID: cmd.AttemptID, Adapter: desc.Adapter, Target: cmdTarget(cmd, desc)}

@@ -140,23 +140,44 @@ func (s *edgeSession) cancelRun(t *testing.T, runID string) {
 	}
 }
 
+// items reads the next message's items: one event or frame, or a
+// batch's (the edge handles them in order, one by one).
+func (a *edgeAttempt) items(t *testing.T) ([]*wire.RunEvent, []*wire.ProviderTunnelFrame) {
+	t.Helper()
+	m, err := a.stream.Recv()
+	if err != nil {
+		t.Fatalf("recv: %v", err)
+	}
+	switch msg := m.Msg.(type) {
+	case *wire.AttemptUp_Event:
+		return []*wire.RunEvent{msg.Event}, nil
+	case *wire.AttemptUp_Frame:
+		return nil, []*wire.ProviderTunnelFrame{msg.Frame}
+	case *wire.AttemptUp_Batch:
+		return msg.Batch.GetEvents(), msg.Batch.GetFrames()
+	}
+	t.Fatalf("unexpected message %v", m)
+	return nil, nil
+}
+
 // events reads run events until the terminal (or error).
 func (a *edgeAttempt) events(t *testing.T) []*wire.RunEvent {
 	t.Helper()
 	var out []*wire.RunEvent
 	for {
-		m, err := a.stream.Recv()
-		if err != nil {
-			t.Fatalf("recv after %d events: %v", len(out), err)
+		evs, fs := a.items(t)
+		if len(fs) > 0 {
+			t.Fatalf("frames on a run: %v", fs)
 		}
-		ev := m.GetEvent()
-		if ev == nil {
-			t.Fatalf("unexpected message %v", m)
-		}
-		out = append(out, ev)
-		switch ev.GetType() {
-		case "complete", "error", "cancelled":
-			return out
+		for i, ev := range evs {
+			out = append(out, ev)
+			switch ev.GetType() {
+			case "complete", "error", "cancelled":
+				if i != len(evs)-1 {
+					t.Fatalf("items after the terminal: %v", evs[i+1:])
+				}
+				return out
+			}
 		}
 	}
 }
@@ -166,17 +187,18 @@ func (a *edgeAttempt) frames(t *testing.T) []*wire.ProviderTunnelFrame {
 	t.Helper()
 	var out []*wire.ProviderTunnelFrame
 	for {
-		m, err := a.stream.Recv()
-		if err != nil {
-			t.Fatalf("recv after %d frames: %v", len(out), err)
+		evs, fs := a.items(t)
+		if len(evs) > 0 {
+			t.Fatalf("events on a tunnel: %v", evs)
 		}
-		f := m.GetFrame()
-		if f == nil {
-			t.Fatalf("unexpected message %v", m)
-		}
-		out = append(out, f)
-		if f.GetType() == "end" || f.GetType() == "error" {
-			return out
+		for i, f := range fs {
+			out = append(out, f)
+			if f.GetType() == "end" || f.GetType() == "error" {
+				if i != len(fs)-1 {
+					t.Fatalf("items after the terminal: %v", fs[i+1:])
+				}
+				return out
+			}
 		}
 	}
 }

@@ -41,13 +41,27 @@ func (u *upRecorder) endings() (n int, after bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, m := range u.ups {
-		if n > 0 {
-			after = true
+		evs, fs := m.GetBatch().GetEvents(), m.GetBatch().GetFrames()
+		if m.GetEvent() != nil {
+			evs = append(evs, m.GetEvent())
 		}
-		switch {
-		case m.GetEvent() != nil && execution.EventType(m.GetEvent().GetType()).IsTerminal(),
-			m.GetFrame() != nil && execution.FrameType(m.GetFrame().GetType()).IsTerminal(),
-			m.GetCommandResult() != nil:
+		if m.GetFrame() != nil {
+			fs = append(fs, m.GetFrame())
+		}
+		for _, ev := range evs {
+			after = after || n > 0
+			if execution.EventType(ev.GetType()).IsTerminal() {
+				n++
+			}
+		}
+		for _, f := range fs {
+			after = after || n > 0
+			if execution.FrameType(f.GetType()).IsTerminal() {
+				n++
+			}
+		}
+		if m.GetCommandResult() != nil {
+			after = after || n > 0
 			n++
 		}
 	}

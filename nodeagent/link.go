@@ -190,6 +190,9 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	}
 	defer sess.markClosed()
 	log.Info("edge session established", slog.Uint64("connection_generation", sess.Generation()))
+	for range min(w.GetParkedAttempts(), maxParked) {
+		attempts.Go(func() { a.parked(sctx, client, sess, log, &attempts) })
+	}
 	a.links.up.WithLabelValues(addr).Set(1)
 	defer a.links.up.WithLabelValues(addr).Set(0)
 	for {
@@ -213,24 +216,58 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	}
 }
 
+// maxParked bounds the parked streams a node keeps per session, whatever
+// the edge allows.
+const maxParked = 1024
+
 // attempt opens the Attempt stream for one dispatch and runs its work.
 func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *Session, dispatchID string, log *slog.Logger) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := client.Attempt(actx)
+	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{DispatchId: dispatchID, ConnectionGeneration: sess.Generation()})
 	if err != nil {
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
-	open := &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{DispatchId: dispatchID, ConnectionGeneration: sess.Generation()}}}
-	if err := st.Send(open); err != nil {
-		return
-	}
-	down, err := st.Recv()
+	a.serve(actx, cancel, sess, st, down)
+}
+
+// parked keeps one Attempt stream open ahead of work: when the edge sends
+// work on it, a replacement is parked (unless the node is draining) and
+// the work runs here. A stream the edge ends unused (drain, a superseded
+// connection) is not replaced.
+func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{Parked: true, ConnectionGeneration: sess.Generation()})
 	if err != nil {
 		return
 	}
-	// The edge ending the stream (or the connection dying) cancels the work.
+	if ctx.Err() == nil && !a.draining.Load() {
+		attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
+	}
+	a.serve(actx, cancel, sess, st, down)
+}
+
+// openAttempt opens an Attempt stream, sends open and waits for the work.
+func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.AttemptOpen) (wire.NodeLink_AttemptClient, *wire.AttemptDown, error) {
+	st, err := client.Attempt(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: open}}); err != nil {
+		return nil, nil, err
+	}
+	down, err := st.Recv()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, down, nil
+}
+
+// serve runs down on its stream: the edge ending the stream (or the
+// connection dying) cancels the work.
+func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown) {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -241,7 +278,7 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 			}
 		}
 	}()
-	a.run(actx, sess, st, down)
+	a.run(ctx, sess, st, down)
 	_ = st.CloseSend()
 	select {
 	case <-ended:
@@ -251,22 +288,15 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 
 // run dispatches one unit of work to the bridge.
 func (a *Agent) run(ctx context.Context, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown) {
-	sendEvent := func(ev *wire.RunEvent) error { return st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: ev}}) }
-	sendFrame := func(f *wire.ProviderTunnelFrame) error {
-		return st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: f}})
-	}
 	switch w := down.Msg.(type) {
 	case *wire.AttemptDown_Run:
-		a.bridge.Run(ctx, sess, w.Run, sendEvent)
+		a.bridge.Run(ctx, sess, w.Run, st.Send)
 	case *wire.AttemptDown_Tunnel:
-		a.bridge.Tunnel(ctx, sess, w.Tunnel, sendFrame)
+		a.bridge.Tunnel(ctx, sess, w.Tunnel, st.Send)
 	case *wire.AttemptDown_Command:
-		sendResult := func(r *wire.CommandResult) error {
-			return st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_CommandResult{CommandResult: r}})
-		}
-		a.bridge.Command(ctx, sess, w.Command, sendResult, sendFrame)
+		a.bridge.Command(ctx, sess, w.Command, st.Send)
 	default:
-		_ = sendEvent(runEventToProto(errorEvent(execution.NewFailure(execution.FailureCodeInvalidRequest, "empty attempt")), attemptIdentity{}))
+		_ = st.Send(eventMsg(runEventToProto(errorEvent(execution.NewFailure(execution.FailureCodeInvalidRequest, "empty attempt")), attemptIdentity{})))
 	}
 }
 

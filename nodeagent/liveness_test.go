@@ -78,21 +78,35 @@ type recorder struct {
 	events []*wire.RunEvent
 	frames []*wire.ProviderTunnelFrame
 	at     []time.Time
+	// messages counts the messages sent (a batch is one)
+	messages int
 }
 
-func (r *recorder) sendEvent(ev *wire.RunEvent) error {
+// send records what one message carries: an event, a frame, or a
+// batch's items (each stamped with the message's time).
+func (r *recorder) send(m *wire.AttemptUp) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-	r.at = append(r.at, time.Now())
-	return nil
-}
-
-func (r *recorder) sendFrame(f *wire.ProviderTunnelFrame) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.frames = append(r.frames, f)
-	r.at = append(r.at, time.Now())
+	now := time.Now()
+	var evs []*wire.RunEvent
+	var fs []*wire.ProviderTunnelFrame
+	switch msg := m.Msg.(type) {
+	case *wire.AttemptUp_Event:
+		evs = []*wire.RunEvent{msg.Event}
+	case *wire.AttemptUp_Frame:
+		fs = []*wire.ProviderTunnelFrame{msg.Frame}
+	case *wire.AttemptUp_Batch:
+		evs, fs = msg.Batch.GetEvents(), msg.Batch.GetFrames()
+	}
+	r.messages++
+	for _, ev := range evs {
+		r.events = append(r.events, ev)
+		r.at = append(r.at, now)
+	}
+	for _, f := range fs {
+		r.frames = append(r.frames, f)
+		r.at = append(r.at, now)
+	}
 	return nil
 }
 
@@ -166,7 +180,7 @@ func TestWatchdogDefaultsExact(t *testing.T) {
 		env := newBridgeEnv(t, p, DefaultCloseGrace)
 		rec := &recorder{}
 		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.sendEvent)
+		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
 		lastProgress := start.Add(30 * time.Second)
 		if got := rec.at[len(rec.at)-1].Sub(lastProgress); got != 300*time.Second {
 			t.Fatalf("terminal %v after the last progress, want exactly 300s", got)
@@ -199,7 +213,7 @@ func TestWatchdogProbeBoundedAtFiveSeconds(t *testing.T) {
 		env := newBridgeEnv(t, p, DefaultCloseGrace)
 		rec := &recorder{}
 		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.sendEvent)
+		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 305*time.Second {
 			t.Fatalf("terminal at %v, want exactly 300s + 5s", got)
 		}
@@ -224,7 +238,7 @@ func TestWatchdogDripNeverTrips(t *testing.T) {
 		}}
 		env := newBridgeEnv(t, p, DefaultCloseGrace)
 		rec := &recorder{}
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.sendEvent)
+		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
 		if rec.last().GetType() != "complete" || len(rec.events) != 6 {
 			t.Fatalf("events %v", rec.events)
 		}
@@ -245,7 +259,7 @@ func TestWatchdogStartIsNotProgress(t *testing.T) {
 		env := newBridgeEnv(t, p, DefaultCloseGrace)
 		rec := &recorder{}
 		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.sendEvent)
+		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 300*time.Second {
 			t.Fatalf("terminal at %v, want 300s after admission", got)
 		}
@@ -270,7 +284,7 @@ func TestWatchdogTunnelHeadersThenSilence(t *testing.T) {
 		env := newBridgeEnv(t, p, DefaultCloseGrace)
 		rec := &recorder{}
 		start := time.Now()
-		env.bridge.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2"}, rec.sendFrame)
+		env.bridge.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2"}, rec.send)
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 307*time.Second {
 			t.Fatalf("terminal at %v, want 7s + 300s", got)
 		}
@@ -327,7 +341,7 @@ func TestWatchdogProbeOutcomes(t *testing.T) {
 				}
 				env := newBridgeEnv(t, p, DefaultCloseGrace)
 				rec := &recorder{}
-				env.bridge.Run(context.Background(), nil, runReq(1000), rec.sendEvent)
+				env.bridge.Run(context.Background(), nil, runReq(1000), rec.send)
 				md := stallMeta(t, rec.last())
 				if md["provider_health"] != tt.wantHealth || md["liveness_classification"] != tt.wantLiveCls {
 					t.Fatalf("pair %s/%s, want %s/%s", md["liveness_classification"], md["provider_health"], tt.wantLiveCls, tt.wantHealth)
@@ -359,7 +373,7 @@ func TestWatchdogFenceUnconfirmed(t *testing.T) {
 		env := newBridgeEnv(t, p, DefaultCloseGrace)
 		rec := &recorder{}
 		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.sendEvent)
+		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
 		// max(grace 2s, probe ~0) after the claim: 300s + 2s.
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 302*time.Second {
 			t.Fatalf("terminal at %v, want 302s", got)
@@ -392,7 +406,7 @@ func TestWatchdogTerminalRace(t *testing.T) {
 		stalls, completes := 0, 0
 		for i := range 10000 {
 			rec := &recorder{}
-			env.bridge.Run(context.Background(), nil, runReq(1), rec.sendEvent)
+			env.bridge.Run(context.Background(), nil, runReq(1), rec.send)
 			if n := rec.terminals(); n != 1 || len(rec.events) != 1 {
 				t.Fatalf("iteration %d: %d terminals in %v", i, n, rec.events)
 			}
@@ -416,7 +430,7 @@ func TestNodeLivenessObservability(t *testing.T) {
 		rec := &recorder{}
 		req := runReq(1500)
 		req.SessionId = "SENTINEL-SESSION"
-		env.bridge.Run(context.Background(), nil, req, rec.sendEvent)
+		env.bridge.Run(context.Background(), nil, req, rec.send)
 
 		want := `
 # HELP iop_node_response_stalls_total Stalls claimed by the node watchdog; every claimed stall increments exactly one series.
@@ -467,7 +481,7 @@ func TestObserverFailureNeverSuppressesTerminal(t *testing.T) {
 		_ = r.Register(execution.ProviderDescriptor{ProviderID: "p1", Adapter: "sim", Target: "llama3.2"}, &funcProvider{exec: tokensThenStall(0, 0)})
 		b := NewBridge(BridgeConfig{Registry: r, Observer: panicObserver{}})
 		rec := &recorder{}
-		b.Run(context.Background(), nil, runReq(100), rec.sendEvent)
+		b.Run(context.Background(), nil, runReq(100), rec.send)
 		stallMeta(t, rec.last())
 	})
 }

@@ -150,26 +150,27 @@ func (b *Bridge) Wait(ctx context.Context) error {
 // Run executes a normalized RunRequest from the wire and sends its events
 // with send until exactly one terminal. sess is the transport session the
 // request came on; nil marks an unbound path (no health_observation_seq).
-func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, send func(*wire.RunEvent) error) {
+func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, send func(*wire.AttemptUp) error) {
 	req, err := runRequestFromProto(m)
 	if err != nil {
-		_ = send(runEventToProto(errorEvent(err), attemptIdentity{}))
+		_ = send(eventMsg(runEventToProto(errorEvent(err), attemptIdentity{})))
 		return
 	}
 	p, desc, err := b.registry.Lookup(req.ProviderID)
 	if err != nil {
-		_ = send(runEventToProto(errorEvent(err), attemptIdentity{}))
+		_ = send(eventMsg(runEventToProto(errorEvent(err), attemptIdentity{})))
 		return
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathNormalized)
 	defer span.End()
 	req.Header = tracing.Inject(ctx, req.Header)
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span}
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span, sendMsg: send}
+	out.co.whole = !m.GetStream() // the edge renders one JSON answer at the end
 	em := execution.NewEmitter(func(ev execution.RunEvent) {
 		ev.Failure = out.observe(execution.ClassifyRuntimeEvent(ev), ev.Failure)
 		for _, part := range splitEvent(ev, maxEventText) {
-			out.send(func() error { return send(runEventToProto(part, id)) })
+			out.event(runEventToProto(part, id))
 		}
 	})
 	spec := attemptSpec[execution.RunEvent]{
@@ -188,20 +189,20 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 
 // Tunnel executes a ProviderTunnelRequest from the wire and sends its
 // frames with send until exactly one terminal.
-func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunnelRequest, send func(*wire.ProviderTunnelFrame) error) {
+func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunnelRequest, send func(*wire.AttemptUp) error) {
 	req, err := tunnelRequestFromProto(m)
 	if err != nil {
-		_ = send(tunnelFrameToProto(errorFrame(err), attemptIdentity{}))
+		_ = send(frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
 		return
 	}
 	p, desc, err := b.registry.Lookup(req.ProviderID)
 	if err != nil {
-		_ = send(tunnelFrameToProto(errorFrame(err), attemptIdentity{}))
+		_ = send(frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
 		return
 	}
 	t, ok := p.(execution.Tunneler)
 	if !ok {
-		_ = send(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not tunnel")), attemptIdentity{}))
+		_ = send(frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not tunnel")), attemptIdentity{})))
 		return
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
@@ -215,11 +216,11 @@ func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunn
 
 // frames runs a frame-producing attempt (tunnel or ollama_api).
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
-	timeoutMS int64, send func(*wire.ProviderTunnelFrame) error, exec func(context.Context, *execution.FrameEmitter) error) {
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx)}
+	timeoutMS int64, send func(*wire.AttemptUp) error, exec func(context.Context, *execution.FrameEmitter) error) {
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
-		out.send(func() error { return send(tunnelFrameToProto(f, id)) })
+		out.frame(tunnelFrameToProto(f, id))
 	})
 	spec := attemptSpec[execution.ProviderTunnelFrame]{
 		path: execution.ExecutionPathProviderTunnel, id: id, desc: desc, provider: p, sess: sess,
@@ -237,14 +238,48 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 
 // outbound is what an attempt's emitter does with each item, for both
 // kinds: progress resets the watchdog, a stall failure is kept only when
-// the watchdog claimed it, and items go to the edge until the first send
+// the watchdog claimed it, and items go to the edge — coalesced where
+// the edge's handling allows (see coalescer) — until the first send
 // error, which is logged once (the edge has given up on the attempt).
 type outbound struct {
 	w          *watchdog // set before the provider runs
 	log        *slog.Logger
 	providerID string
 	span       trace.Span // the node's span of the attempt
+	sendMsg    func(*wire.AttemptUp) error
+	co         coalescer
 	sendErr    error
+}
+
+// event sends (or holds) one normalized event.
+func (o *outbound) event(m *wire.RunEvent) {
+	o.co.events = append(o.co.events, m)
+	if o.co.add(o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())) {
+		o.flush()
+	}
+}
+
+// frame sends (or holds) one tunnel frame.
+func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
+	o.co.frames = append(o.co.frames, m)
+	if o.co.add(o.co.heldFrame(m), len(m.GetBody())) {
+		o.flush()
+	}
+}
+
+// flush sends what is held as one message.
+func (o *outbound) flush() {
+	if m := o.co.take(); m != nil {
+		o.send(func() error { return o.sendMsg(m) })
+	}
+}
+
+func eventMsg(ev *wire.RunEvent) *wire.AttemptUp {
+	return &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: ev}}
+}
+
+func frameMsg(f *wire.ProviderTunnelFrame) *wire.AttemptUp {
+	return &wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: f}}
 }
 
 // observe feeds the watchdog and returns the failure to send.

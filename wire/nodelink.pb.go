@@ -654,8 +654,12 @@ type Welcome struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
 	ConnectionGeneration uint64                 `protobuf:"varint,1,opt,name=connection_generation,json=connectionGeneration,proto3" json:"connection_generation,omitempty"`
 	EdgeId               string                 `protobuf:"bytes,2,opt,name=edge_id,json=edgeId,proto3" json:"edge_id,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// How many Attempt streams the node may keep parked (opened ahead of
+	// work) on this connection; zero: none, every attempt follows a
+	// Dispatch.
+	ParkedAttempts uint32 `protobuf:"varint,3,opt,name=parked_attempts,json=parkedAttempts,proto3" json:"parked_attempts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
@@ -700,6 +704,13 @@ func (x *Welcome) GetEdgeId() string {
 		return x.EdgeId
 	}
 	return ""
+}
+
+func (x *Welcome) GetParkedAttempts() uint32 {
+	if x != nil {
+		return x.ParkedAttempts
+	}
+	return 0
 }
 
 // Dispatch asks the node to open an Attempt stream for dispatch_id.
@@ -799,6 +810,7 @@ type AttemptUp struct {
 	//	*AttemptUp_Event
 	//	*AttemptUp_Frame
 	//	*AttemptUp_CommandResult
+	//	*AttemptUp_Batch
 	Msg           isAttemptUp_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -877,6 +889,15 @@ func (x *AttemptUp) GetCommandResult() *CommandResult {
 	return nil
 }
 
+func (x *AttemptUp) GetBatch() *UpBatch {
+	if x != nil {
+		if x, ok := x.Msg.(*AttemptUp_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
 type isAttemptUp_Msg interface {
 	isAttemptUp_Msg()
 }
@@ -897,6 +918,14 @@ type AttemptUp_CommandResult struct {
 	CommandResult *CommandResult `protobuf:"bytes,4,opt,name=command_result,json=commandResult,proto3,oneof"`
 }
 
+type AttemptUp_Batch struct {
+	// Several events or frames of the attempt in one message: what the
+	// node had ready at once (a response head with its first bytes, a
+	// whole non-streamed answer, the last bytes with the end). The items
+	// are handled in order exactly as if each came alone.
+	Batch *UpBatch `protobuf:"bytes,5,opt,name=batch,proto3,oneof"`
+}
+
 func (*AttemptUp_Open) isAttemptUp_Msg() {}
 
 func (*AttemptUp_Event) isAttemptUp_Msg() {}
@@ -905,17 +934,76 @@ func (*AttemptUp_Frame) isAttemptUp_Msg() {}
 
 func (*AttemptUp_CommandResult) isAttemptUp_Msg() {}
 
+func (*AttemptUp_Batch) isAttemptUp_Msg() {}
+
+type UpBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*RunEvent            `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	Frames        []*ProviderTunnelFrame `protobuf:"bytes,2,rep,name=frames,proto3" json:"frames,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpBatch) Reset() {
+	*x = UpBatch{}
+	mi := &file_nodelink_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpBatch) ProtoMessage() {}
+
+func (x *UpBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_nodelink_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpBatch.ProtoReflect.Descriptor instead.
+func (*UpBatch) Descriptor() ([]byte, []int) {
+	return file_nodelink_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *UpBatch) GetEvents() []*RunEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *UpBatch) GetFrames() []*ProviderTunnelFrame {
+	if x != nil {
+		return x.Frames
+	}
+	return nil
+}
+
 type AttemptOpen struct {
-	state                protoimpl.MessageState `protogen:"open.v1"`
-	DispatchId           string                 `protobuf:"bytes,1,opt,name=dispatch_id,json=dispatchId,proto3" json:"dispatch_id,omitempty"`
-	ConnectionGeneration uint64                 `protobuf:"varint,2,opt,name=connection_generation,json=connectionGeneration,proto3" json:"connection_generation,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Dispatch this stream answers; empty for a parked stream.
+	DispatchId string `protobuf:"bytes,1,opt,name=dispatch_id,json=dispatchId,proto3" json:"dispatch_id,omitempty"`
+	// The connection generation the stream belongs to: a parked stream is
+	// used only by that connection of the node.
+	ConnectionGeneration uint64 `protobuf:"varint,2,opt,name=connection_generation,json=connectionGeneration,proto3" json:"connection_generation,omitempty"`
+	// The stream is opened ahead of work and waits for it.
+	Parked        bool `protobuf:"varint,3,opt,name=parked,proto3" json:"parked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AttemptOpen) Reset() {
 	*x = AttemptOpen{}
-	mi := &file_nodelink_proto_msgTypes[12]
+	mi := &file_nodelink_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1015,7 @@ func (x *AttemptOpen) String() string {
 func (*AttemptOpen) ProtoMessage() {}
 
 func (x *AttemptOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[12]
+	mi := &file_nodelink_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1028,7 @@ func (x *AttemptOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptOpen.ProtoReflect.Descriptor instead.
 func (*AttemptOpen) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{12}
+	return file_nodelink_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AttemptOpen) GetDispatchId() string {
@@ -957,6 +1045,13 @@ func (x *AttemptOpen) GetConnectionGeneration() uint64 {
 	return 0
 }
 
+func (x *AttemptOpen) GetParked() bool {
+	if x != nil {
+		return x.Parked
+	}
+	return false
+}
+
 type AttemptDown struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -971,7 +1066,7 @@ type AttemptDown struct {
 
 func (x *AttemptDown) Reset() {
 	*x = AttemptDown{}
-	mi := &file_nodelink_proto_msgTypes[13]
+	mi := &file_nodelink_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1078,7 @@ func (x *AttemptDown) String() string {
 func (*AttemptDown) ProtoMessage() {}
 
 func (x *AttemptDown) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[13]
+	mi := &file_nodelink_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1091,7 @@ func (x *AttemptDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDown.ProtoReflect.Descriptor instead.
 func (*AttemptDown) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{13}
+	return file_nodelink_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AttemptDown) GetMsg() isAttemptDown_Msg {
@@ -1085,7 +1180,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_nodelink_proto_msgTypes[14]
+	mi := &file_nodelink_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1192,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[14]
+	mi := &file_nodelink_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1205,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{14}
+	return file_nodelink_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunRequest) GetRunId() string {
@@ -1211,7 +1306,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_nodelink_proto_msgTypes[15]
+	mi := &file_nodelink_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1318,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[15]
+	mi := &file_nodelink_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1331,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{15}
+	return file_nodelink_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Message) GetRole() string {
@@ -1292,7 +1387,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_nodelink_proto_msgTypes[16]
+	mi := &file_nodelink_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1399,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[16]
+	mi := &file_nodelink_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1412,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{16}
+	return file_nodelink_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolCall) GetId() string {
@@ -1357,7 +1452,7 @@ type GenerationParams struct {
 
 func (x *GenerationParams) Reset() {
 	*x = GenerationParams{}
-	mi := &file_nodelink_proto_msgTypes[17]
+	mi := &file_nodelink_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1464,7 @@ func (x *GenerationParams) String() string {
 func (*GenerationParams) ProtoMessage() {}
 
 func (x *GenerationParams) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[17]
+	mi := &file_nodelink_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1477,7 @@ func (x *GenerationParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationParams.ProtoReflect.Descriptor instead.
 func (*GenerationParams) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{17}
+	return file_nodelink_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GenerationParams) GetTemperature() float64 {
@@ -1468,7 +1563,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_nodelink_proto_msgTypes[18]
+	mi := &file_nodelink_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1575,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[18]
+	mi := &file_nodelink_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1588,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{18}
+	return file_nodelink_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunEvent) GetType() string {
@@ -1620,7 +1715,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_nodelink_proto_msgTypes[19]
+	mi := &file_nodelink_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1727,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[19]
+	mi := &file_nodelink_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1740,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{19}
+	return file_nodelink_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ErrorDetail) GetFailureCode() string {
@@ -1709,7 +1804,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_nodelink_proto_msgTypes[20]
+	mi := &file_nodelink_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1816,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[20]
+	mi := &file_nodelink_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1829,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{20}
+	return file_nodelink_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1778,7 +1873,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_nodelink_proto_msgTypes[21]
+	mi := &file_nodelink_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1885,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[21]
+	mi := &file_nodelink_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1898,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{21}
+	return file_nodelink_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TokenUsage) GetPromptTokens() int64 {
@@ -1854,7 +1949,7 @@ type ExecutionFailure struct {
 
 func (x *ExecutionFailure) Reset() {
 	*x = ExecutionFailure{}
-	mi := &file_nodelink_proto_msgTypes[22]
+	mi := &file_nodelink_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +1961,7 @@ func (x *ExecutionFailure) String() string {
 func (*ExecutionFailure) ProtoMessage() {}
 
 func (x *ExecutionFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[22]
+	mi := &file_nodelink_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +1974,7 @@ func (x *ExecutionFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionFailure.ProtoReflect.Descriptor instead.
 func (*ExecutionFailure) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{22}
+	return file_nodelink_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExecutionFailure) GetCode() string {
@@ -1929,7 +2024,7 @@ type ProviderTunnelRequest struct {
 
 func (x *ProviderTunnelRequest) Reset() {
 	*x = ProviderTunnelRequest{}
-	mi := &file_nodelink_proto_msgTypes[23]
+	mi := &file_nodelink_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1941,7 +2036,7 @@ func (x *ProviderTunnelRequest) String() string {
 func (*ProviderTunnelRequest) ProtoMessage() {}
 
 func (x *ProviderTunnelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[23]
+	mi := &file_nodelink_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1954,7 +2049,7 @@ func (x *ProviderTunnelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTunnelRequest.ProtoReflect.Descriptor instead.
 func (*ProviderTunnelRequest) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{23}
+	return file_nodelink_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProviderTunnelRequest) GetRunId() string {
@@ -2037,7 +2132,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_nodelink_proto_msgTypes[24]
+	mi := &file_nodelink_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2144,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[24]
+	mi := &file_nodelink_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2157,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{24}
+	return file_nodelink_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Header) GetName() string {
@@ -2098,7 +2193,7 @@ type ProviderTunnelFrame struct {
 
 func (x *ProviderTunnelFrame) Reset() {
 	*x = ProviderTunnelFrame{}
-	mi := &file_nodelink_proto_msgTypes[25]
+	mi := &file_nodelink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2205,7 @@ func (x *ProviderTunnelFrame) String() string {
 func (*ProviderTunnelFrame) ProtoMessage() {}
 
 func (x *ProviderTunnelFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[25]
+	mi := &file_nodelink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2218,7 @@ func (x *ProviderTunnelFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTunnelFrame.ProtoReflect.Descriptor instead.
 func (*ProviderTunnelFrame) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{25}
+	return file_nodelink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ProviderTunnelFrame) GetType() string {
@@ -2204,7 +2299,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_nodelink_proto_msgTypes[26]
+	mi := &file_nodelink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2311,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[26]
+	mi := &file_nodelink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2324,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{26}
+	return file_nodelink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Command) GetCommand() string {
@@ -2309,7 +2404,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_nodelink_proto_msgTypes[27]
+	mi := &file_nodelink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2416,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[27]
+	mi := &file_nodelink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2429,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{27}
+	return file_nodelink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CommandResult) GetCommand() string {
@@ -2385,7 +2480,7 @@ type CapabilitiesResult struct {
 
 func (x *CapabilitiesResult) Reset() {
 	*x = CapabilitiesResult{}
-	mi := &file_nodelink_proto_msgTypes[28]
+	mi := &file_nodelink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2492,7 @@ func (x *CapabilitiesResult) String() string {
 func (*CapabilitiesResult) ProtoMessage() {}
 
 func (x *CapabilitiesResult) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[28]
+	mi := &file_nodelink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2505,7 @@ func (x *CapabilitiesResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesResult.ProtoReflect.Descriptor instead.
 func (*CapabilitiesResult) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{28}
+	return file_nodelink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CapabilitiesResult) GetAdapterKey() string {
@@ -2453,7 +2548,7 @@ type TransportStatus struct {
 
 func (x *TransportStatus) Reset() {
 	*x = TransportStatus{}
-	mi := &file_nodelink_proto_msgTypes[29]
+	mi := &file_nodelink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2560,7 @@ func (x *TransportStatus) String() string {
 func (*TransportStatus) ProtoMessage() {}
 
 func (x *TransportStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[29]
+	mi := &file_nodelink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2573,7 @@ func (x *TransportStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportStatus.ProtoReflect.Descriptor instead.
 func (*TransportStatus) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{29}
+	return file_nodelink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TransportStatus) GetNodeId() string {
@@ -2519,7 +2614,7 @@ type ProviderInFlight struct {
 
 func (x *ProviderInFlight) Reset() {
 	*x = ProviderInFlight{}
-	mi := &file_nodelink_proto_msgTypes[30]
+	mi := &file_nodelink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2626,7 @@ func (x *ProviderInFlight) String() string {
 func (*ProviderInFlight) ProtoMessage() {}
 
 func (x *ProviderInFlight) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[30]
+	mi := &file_nodelink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2639,7 @@ func (x *ProviderInFlight) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderInFlight.ProtoReflect.Descriptor instead.
 func (*ProviderInFlight) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{30}
+	return file_nodelink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ProviderInFlight) GetProviderId() string {
@@ -2609,25 +2704,31 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x04ping\x18\x04 \x01(\v2\x15.iop.nodelink.v1.PingH\x00R\x04pingB\x05\n" +
 	"\x03msg\"\x18\n" +
 	"\x04Ping\x12\x10\n" +
-	"\x03seq\x18\x01 \x01(\x04R\x03seq\"W\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\"\x80\x01\n" +
 	"\aWelcome\x123\n" +
 	"\x15connection_generation\x18\x01 \x01(\x04R\x14connectionGeneration\x12\x17\n" +
-	"\aedge_id\x18\x02 \x01(\tR\x06edgeId\"+\n" +
+	"\aedge_id\x18\x02 \x01(\tR\x06edgeId\x12'\n" +
+	"\x0fparked_attempts\x18\x03 \x01(\rR\x0eparkedAttempts\"+\n" +
 	"\bDispatch\x12\x1f\n" +
 	"\vdispatch_id\x18\x01 \x01(\tR\n" +
 	"dispatchId\"\"\n" +
 	"\tCancelRun\x12\x15\n" +
-	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x80\x02\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\xb2\x02\n" +
 	"\tAttemptUp\x122\n" +
 	"\x04open\x18\x01 \x01(\v2\x1c.iop.nodelink.v1.AttemptOpenH\x00R\x04open\x121\n" +
 	"\x05event\x18\x02 \x01(\v2\x19.iop.nodelink.v1.RunEventH\x00R\x05event\x12<\n" +
 	"\x05frame\x18\x03 \x01(\v2$.iop.nodelink.v1.ProviderTunnelFrameH\x00R\x05frame\x12G\n" +
-	"\x0ecommand_result\x18\x04 \x01(\v2\x1e.iop.nodelink.v1.CommandResultH\x00R\rcommandResultB\x05\n" +
-	"\x03msg\"c\n" +
+	"\x0ecommand_result\x18\x04 \x01(\v2\x1e.iop.nodelink.v1.CommandResultH\x00R\rcommandResult\x120\n" +
+	"\x05batch\x18\x05 \x01(\v2\x18.iop.nodelink.v1.UpBatchH\x00R\x05batchB\x05\n" +
+	"\x03msg\"z\n" +
+	"\aUpBatch\x121\n" +
+	"\x06events\x18\x01 \x03(\v2\x19.iop.nodelink.v1.RunEventR\x06events\x12<\n" +
+	"\x06frames\x18\x02 \x03(\v2$.iop.nodelink.v1.ProviderTunnelFrameR\x06frames\"{\n" +
 	"\vAttemptOpen\x12\x1f\n" +
 	"\vdispatch_id\x18\x01 \x01(\tR\n" +
 	"dispatchId\x123\n" +
-	"\x15connection_generation\x18\x02 \x01(\x04R\x14connectionGeneration\"\xbd\x01\n" +
+	"\x15connection_generation\x18\x02 \x01(\x04R\x14connectionGeneration\x12\x16\n" +
+	"\x06parked\x18\x03 \x01(\bR\x06parked\"\xbd\x01\n" +
 	"\vAttemptDown\x12/\n" +
 	"\x03run\x18\x01 \x01(\v2\x1b.iop.nodelink.v1.RunRequestH\x00R\x03run\x12@\n" +
 	"\x06tunnel\x18\x02 \x01(\v2&.iop.nodelink.v1.ProviderTunnelRequestH\x00R\x06tunnel\x124\n" +
@@ -2804,7 +2905,7 @@ func file_nodelink_proto_rawDescGZIP() []byte {
 	return file_nodelink_proto_rawDescData
 }
 
-var file_nodelink_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_nodelink_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_nodelink_proto_goTypes = []any{
 	(*NodeMessage)(nil),           // 0: iop.nodelink.v1.NodeMessage
 	(*Hello)(nil),                 // 1: iop.nodelink.v1.Hello
@@ -2818,26 +2919,27 @@ var file_nodelink_proto_goTypes = []any{
 	(*Dispatch)(nil),              // 9: iop.nodelink.v1.Dispatch
 	(*CancelRun)(nil),             // 10: iop.nodelink.v1.CancelRun
 	(*AttemptUp)(nil),             // 11: iop.nodelink.v1.AttemptUp
-	(*AttemptOpen)(nil),           // 12: iop.nodelink.v1.AttemptOpen
-	(*AttemptDown)(nil),           // 13: iop.nodelink.v1.AttemptDown
-	(*RunRequest)(nil),            // 14: iop.nodelink.v1.RunRequest
-	(*Message)(nil),               // 15: iop.nodelink.v1.Message
-	(*ToolCall)(nil),              // 16: iop.nodelink.v1.ToolCall
-	(*GenerationParams)(nil),      // 17: iop.nodelink.v1.GenerationParams
-	(*RunEvent)(nil),              // 18: iop.nodelink.v1.RunEvent
-	(*ErrorDetail)(nil),           // 19: iop.nodelink.v1.ErrorDetail
-	(*ToolCallDelta)(nil),         // 20: iop.nodelink.v1.ToolCallDelta
-	(*TokenUsage)(nil),            // 21: iop.nodelink.v1.TokenUsage
-	(*ExecutionFailure)(nil),      // 22: iop.nodelink.v1.ExecutionFailure
-	(*ProviderTunnelRequest)(nil), // 23: iop.nodelink.v1.ProviderTunnelRequest
-	(*Header)(nil),                // 24: iop.nodelink.v1.Header
-	(*ProviderTunnelFrame)(nil),   // 25: iop.nodelink.v1.ProviderTunnelFrame
-	(*Command)(nil),               // 26: iop.nodelink.v1.Command
-	(*CommandResult)(nil),         // 27: iop.nodelink.v1.CommandResult
-	(*CapabilitiesResult)(nil),    // 28: iop.nodelink.v1.CapabilitiesResult
-	(*TransportStatus)(nil),       // 29: iop.nodelink.v1.TransportStatus
-	(*ProviderInFlight)(nil),      // 30: iop.nodelink.v1.ProviderInFlight
-	nil,                           // 31: iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	(*UpBatch)(nil),               // 12: iop.nodelink.v1.UpBatch
+	(*AttemptOpen)(nil),           // 13: iop.nodelink.v1.AttemptOpen
+	(*AttemptDown)(nil),           // 14: iop.nodelink.v1.AttemptDown
+	(*RunRequest)(nil),            // 15: iop.nodelink.v1.RunRequest
+	(*Message)(nil),               // 16: iop.nodelink.v1.Message
+	(*ToolCall)(nil),              // 17: iop.nodelink.v1.ToolCall
+	(*GenerationParams)(nil),      // 18: iop.nodelink.v1.GenerationParams
+	(*RunEvent)(nil),              // 19: iop.nodelink.v1.RunEvent
+	(*ErrorDetail)(nil),           // 20: iop.nodelink.v1.ErrorDetail
+	(*ToolCallDelta)(nil),         // 21: iop.nodelink.v1.ToolCallDelta
+	(*TokenUsage)(nil),            // 22: iop.nodelink.v1.TokenUsage
+	(*ExecutionFailure)(nil),      // 23: iop.nodelink.v1.ExecutionFailure
+	(*ProviderTunnelRequest)(nil), // 24: iop.nodelink.v1.ProviderTunnelRequest
+	(*Header)(nil),                // 25: iop.nodelink.v1.Header
+	(*ProviderTunnelFrame)(nil),   // 26: iop.nodelink.v1.ProviderTunnelFrame
+	(*Command)(nil),               // 27: iop.nodelink.v1.Command
+	(*CommandResult)(nil),         // 28: iop.nodelink.v1.CommandResult
+	(*CapabilitiesResult)(nil),    // 29: iop.nodelink.v1.CapabilitiesResult
+	(*TransportStatus)(nil),       // 30: iop.nodelink.v1.TransportStatus
+	(*ProviderInFlight)(nil),      // 31: iop.nodelink.v1.ProviderInFlight
+	nil,                           // 32: iop.nodelink.v1.ExecutionFailure.MetadataEntry
 }
 var file_nodelink_proto_depIdxs = []int32{
 	1,  // 0: iop.nodelink.v1.NodeMessage.hello:type_name -> iop.nodelink.v1.Hello
@@ -2850,39 +2952,42 @@ var file_nodelink_proto_depIdxs = []int32{
 	9,  // 7: iop.nodelink.v1.EdgeMessage.dispatch:type_name -> iop.nodelink.v1.Dispatch
 	10, // 8: iop.nodelink.v1.EdgeMessage.cancel_run:type_name -> iop.nodelink.v1.CancelRun
 	7,  // 9: iop.nodelink.v1.EdgeMessage.ping:type_name -> iop.nodelink.v1.Ping
-	12, // 10: iop.nodelink.v1.AttemptUp.open:type_name -> iop.nodelink.v1.AttemptOpen
-	18, // 11: iop.nodelink.v1.AttemptUp.event:type_name -> iop.nodelink.v1.RunEvent
-	25, // 12: iop.nodelink.v1.AttemptUp.frame:type_name -> iop.nodelink.v1.ProviderTunnelFrame
-	27, // 13: iop.nodelink.v1.AttemptUp.command_result:type_name -> iop.nodelink.v1.CommandResult
-	14, // 14: iop.nodelink.v1.AttemptDown.run:type_name -> iop.nodelink.v1.RunRequest
-	23, // 15: iop.nodelink.v1.AttemptDown.tunnel:type_name -> iop.nodelink.v1.ProviderTunnelRequest
-	26, // 16: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
-	15, // 17: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
-	17, // 18: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
-	24, // 19: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
-	16, // 20: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
-	20, // 21: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
-	21, // 22: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
-	22, // 23: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	19, // 24: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	31, // 25: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
-	24, // 26: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
-	24, // 27: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
-	21, // 28: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
-	22, // 29: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	19, // 30: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	28, // 31: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
-	29, // 32: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
-	30, // 33: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
-	0,  // 34: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
-	11, // 35: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
-	6,  // 36: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
-	13, // 37: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
-	36, // [36:38] is the sub-list for method output_type
-	34, // [34:36] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	13, // 10: iop.nodelink.v1.AttemptUp.open:type_name -> iop.nodelink.v1.AttemptOpen
+	19, // 11: iop.nodelink.v1.AttemptUp.event:type_name -> iop.nodelink.v1.RunEvent
+	26, // 12: iop.nodelink.v1.AttemptUp.frame:type_name -> iop.nodelink.v1.ProviderTunnelFrame
+	28, // 13: iop.nodelink.v1.AttemptUp.command_result:type_name -> iop.nodelink.v1.CommandResult
+	12, // 14: iop.nodelink.v1.AttemptUp.batch:type_name -> iop.nodelink.v1.UpBatch
+	19, // 15: iop.nodelink.v1.UpBatch.events:type_name -> iop.nodelink.v1.RunEvent
+	26, // 16: iop.nodelink.v1.UpBatch.frames:type_name -> iop.nodelink.v1.ProviderTunnelFrame
+	15, // 17: iop.nodelink.v1.AttemptDown.run:type_name -> iop.nodelink.v1.RunRequest
+	24, // 18: iop.nodelink.v1.AttemptDown.tunnel:type_name -> iop.nodelink.v1.ProviderTunnelRequest
+	27, // 19: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
+	16, // 20: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
+	18, // 21: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
+	25, // 22: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
+	17, // 23: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
+	21, // 24: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
+	22, // 25: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
+	23, // 26: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	20, // 27: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	32, // 28: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	25, // 29: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
+	25, // 30: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
+	22, // 31: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
+	23, // 32: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	20, // 33: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	29, // 34: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
+	30, // 35: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
+	31, // 36: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
+	0,  // 37: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
+	11, // 38: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
+	6,  // 39: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
+	14, // 40: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
+	39, // [39:41] is the sub-list for method output_type
+	37, // [37:39] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_nodelink_proto_init() }
@@ -2907,20 +3012,21 @@ func file_nodelink_proto_init() {
 		(*AttemptUp_Event)(nil),
 		(*AttemptUp_Frame)(nil),
 		(*AttemptUp_CommandResult)(nil),
+		(*AttemptUp_Batch)(nil),
 	}
-	file_nodelink_proto_msgTypes[13].OneofWrappers = []any{
+	file_nodelink_proto_msgTypes[14].OneofWrappers = []any{
 		(*AttemptDown_Run)(nil),
 		(*AttemptDown_Tunnel)(nil),
 		(*AttemptDown_Command)(nil),
 	}
-	file_nodelink_proto_msgTypes[17].OneofWrappers = []any{}
+	file_nodelink_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodelink_proto_rawDesc), len(file_nodelink_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

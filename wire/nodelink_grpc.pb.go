@@ -42,9 +42,12 @@ type NodeLinkClient interface {
 	// assigned, then sends Dispatch, CancelRun and commands.
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[NodeMessage, EdgeMessage], error)
 	// Attempt carries one dispatched unit of work. The node opens it in
-	// answer to a Dispatch and sends AttemptOpen first; the edge answers with
-	// the work; the node streams events or frames until exactly one
-	// terminal. The edge ending the call cancels the work.
+	// answer to a Dispatch, or ahead of work (parked, when the Welcome
+	// allows it), and sends AttemptOpen first; the edge answers with the
+	// work (at once for a Dispatch, when it dispatches to this connection
+	// for a parked stream); the node streams events or frames until exactly
+	// one terminal. The edge ending the call cancels the work; a parked
+	// stream the edge ends before sending work carried none.
 	Attempt(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttemptUp, AttemptDown], error)
 }
 
@@ -91,9 +94,12 @@ type NodeLinkServer interface {
 	// assigned, then sends Dispatch, CancelRun and commands.
 	Session(grpc.BidiStreamingServer[NodeMessage, EdgeMessage]) error
 	// Attempt carries one dispatched unit of work. The node opens it in
-	// answer to a Dispatch and sends AttemptOpen first; the edge answers with
-	// the work; the node streams events or frames until exactly one
-	// terminal. The edge ending the call cancels the work.
+	// answer to a Dispatch, or ahead of work (parked, when the Welcome
+	// allows it), and sends AttemptOpen first; the edge answers with the
+	// work (at once for a Dispatch, when it dispatches to this connection
+	// for a parked stream); the node streams events or frames until exactly
+	// one terminal. The edge ending the call cancels the work; a parked
+	// stream the edge ends before sending work carried none.
 	Attempt(grpc.BidiStreamingServer[AttemptUp, AttemptDown]) error
 	mustEmbedUnimplementedNodeLinkServer()
 }

@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// maxParkedAttempts bounds node_link.parked_attempts.
+const maxParkedAttempts = 1024
+
+// Parked attempt streams: a node opens up to the Welcome's
+// parked_attempts streams ahead of work on a connection; a dispatch to
+// that connection takes one and sends the work on it at once, with no
+// Dispatch message and no stream setup on the request path. A parked
+// stream belongs to the connection generation it named: it is used by
+// that connection only and ended with it, so a stream of an old
+// generation never carries work.
+
+// park adds a to c's parked streams; false when c has ended or is full.
+func (c *nodeConn) park(a *attemptConn) bool {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	if c.done.HasFired() || len(c.parked) >= c.parkLimit {
+		return false
+	}
+	c.parked = append(c.parked, a)
+	return true
+}
+
+// takeParked removes the most recently parked stream that is still open
+// and tracks it as an attempt; nil when none is.
+func (c *nodeConn) takeParked() *attemptConn {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	for len(c.parked) > 0 && !c.done.HasFired() {
+		a := c.parked[len(c.parked)-1]
+		c.parked[len(c.parked)-1] = nil
+		c.parked = c.parked[:len(c.parked)-1]
+		if a.done.HasFired() || a.stream.Context().Err() != nil {
+			continue
+		}
+		c.attempts[a] = struct{}{}
+		return a
+	}
+	return nil
+}
+
+// unpark forgets a if it is still parked (its stream ended unused).
+func (c *nodeConn) unpark(a *attemptConn) {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	for i, p := range c.parked {
+		if p == a {
+			c.parked = append(c.parked[:i], c.parked[i+1:]...)
+			return
+		}
+	}
+}
+
+// parkRoom is how many more streams c may park.
+func (c *nodeConn) parkRoom() int {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	return max(c.parkLimit-len(c.parked), 0)
+}
+
+// endParked ends every parked stream of c (the edge is draining).
+func (c *nodeConn) endParked() {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	for _, a := range c.parked {
+		a.end()
+	}
+	c.parked = nil
+}
+
+// parkAttempt parks a on the connection its reception names, which must
+// be the node's current one.
+func (h *Hub) parkAttempt(a *attemptConn) error {
+	h.mu.Lock()
+	c := h.conns[a.reception.NodeID]
+	h.mu.Unlock()
+	if c == nil || c.gen != a.reception.ConnectionGeneration {
+		h.metrics.staleGeneration.Inc()
+		return status.Error(codes.NotFound, "no such connection generation for a parked stream")
+	}
+	if !c.park(a) {
+		return status.Error(codes.ResourceExhausted, "parked stream limit reached")
+	}
+	return nil
+}
+
+// watchTakeUp guards work sent on a parked stream, which — unlike a
+// Dispatch — no open acknowledges: if nothing comes back within
+// open_timeout and the node has not answered a heartbeat since the work
+// was sent, the node is taken as frozen, exactly as for a dispatch it
+// does not open: it is suspect (no new work) and the attempt ends before
+// commit, so the request moves to another provider. A node answering
+// heartbeats is alive; its upstream is merely slow (the stall watchdog's
+// business).
+func (h *Hub) watchTakeUp(c *nodeConn, a *attemptConn) {
+	sent := time.Now().UnixNano()
+	// At least two heartbeat intervals, so a live node has answered one.
+	a.takeUp = time.AfterFunc(max(h.link.OpenTimeout, 2*h.link.HeartbeatInterval), func() {
+		if c.lastPong.Load() > sent || a.done.HasFired() {
+			return
+		}
+		a.notTaken.Store(true)
+		h.pool.SetNodeState(c.nodeID, c.gen, NodeSuspect)
+		h.metrics.dispatchFails.Inc()
+		h.log.Warn("node did not take up work sent on a parked stream in time; it takes no new work until it answers",
+			"node_id", c.nodeID, "connection_generation", c.gen)
+		a.end()
+	})
+}

@@ -1,0 +1,116 @@
+package nodeagent
+
+import (
+	"strings"
+	"time"
+
+	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/wire"
+)
+
+// Coalescing: an attempt's items reach the edge in as few messages as
+// the edge's handling allows, and never later than the edge could use
+// them.
+//
+//   - Items that make no client output on their own wait for the next
+//     item: a normalized start or usage event, a tunnel's response_start
+//     (the edge holds a response head until its first bytes anyway) and
+//     its usage frame (always followed by the end).
+//   - An answer the edge buffers whole waits for its end: every event of
+//     a non-streamed normalized request after its first content (sent at
+//     once, so a first-token timeout sees it exactly), and the body of a
+//     tunnelled response that is not an event stream or is an error.
+//   - A terminal sends everything held with it.
+//
+// Held items are bounded: by maxHeldBytes of text or body, and by
+// maxHeldAge since the oldest held item (checked as items arrive; the
+// watchdog's terminal flushes the rest). The edge's stall backstop
+// allows far more than maxHeldAge past a provider's stall timeout.
+const (
+	maxHeldBytes = 256 << 10
+	maxHeldAge   = time.Second
+)
+
+// coalescer holds an attempt's outgoing items. It is used under the
+// emitter's lock (one caller at a time).
+type coalescer struct {
+	events []*wire.RunEvent
+	frames []*wire.ProviderTunnelFrame
+	bytes  int
+	oldest time.Time // when the oldest held item was added
+
+	whole  bool // the edge buffers the answer whole
+	output bool // an item carrying client output went out
+}
+
+// heldEvent reports whether ev may wait for the next item.
+func (c *coalescer) heldEvent(ev *wire.RunEvent) bool {
+	switch execution.EventType(ev.GetType()) {
+	case execution.EventTypeStart, execution.EventTypeUsage:
+		return true
+	case execution.EventTypeDelta, execution.EventTypeMessage:
+		first := !c.output
+		c.output = true
+		return c.whole && !first
+	}
+	return false
+}
+
+// heldFrame reports whether f may wait for the next item, and learns
+// from a response_start whether the body is buffered whole at the edge.
+func (c *coalescer) heldFrame(f *wire.ProviderTunnelFrame) bool {
+	switch execution.FrameType(f.GetType()) {
+	case execution.FrameTypeResponseStart:
+		c.whole = f.GetStatus() >= 400 || !eventStream(f.GetHeaders())
+		return true
+	case execution.FrameTypeUsage:
+		return true
+	case execution.FrameTypeBody:
+		return c.whole
+	}
+	return false
+}
+
+// add holds m's item and reports whether the held items must go now.
+func (c *coalescer) add(held bool, size int) bool {
+	if len(c.events)+len(c.frames) == 1 {
+		c.oldest = time.Now()
+	}
+	c.bytes += size
+	return !held || c.bytes >= maxHeldBytes || time.Since(c.oldest) >= maxHeldAge
+}
+
+// take returns the held items as one message (nil when none) and empties
+// the coalescer.
+func (c *coalescer) take() *wire.AttemptUp {
+	var m *wire.AttemptUp
+	switch {
+	case len(c.events) == 1:
+		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: c.events[0]}}
+	case len(c.frames) == 1:
+		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: c.frames[0]}}
+	case len(c.events) > 1:
+		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Events: c.events}}}
+	case len(c.frames) > 1:
+		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Frames: c.frames}}}
+	}
+	c.events, c.frames, c.bytes = nil, nil, 0
+	return m
+}
+
+// eventStream reports whether response headers announce an event stream
+// (SSE or NDJSON), which the edge forwards as it arrives.
+func eventStream(hs []*wire.Header) bool {
+	for _, h := range hs {
+		if !strings.EqualFold(h.GetName(), "Content-Type") {
+			continue
+		}
+		for _, v := range h.GetValues() {
+			if _, stream := eventstream.FormatFor(v); stream {
+				return true
+			}
+		}
+	}
+	return false
+}
