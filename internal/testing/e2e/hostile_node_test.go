@@ -231,3 +231,47 @@ func probed(c *Cluster, provider string) bool {
 	}
 	return false
 }
+
+// TestRogueNodeBatches: coalesced messages are untrusted input like any
+// other — items after a batch's terminal are never delivered, a batch
+// mixing events and frames ends the attempt as a link failure, and empty
+// batches carry nothing (the attempt still ends at its backstop).
+func TestRogueNodeBatches(t *testing.T) {
+	c := hostileCluster(t)
+	sse := []*wire.Header{{Name: "Content-Type", Values: []string{"text/event-stream"}}}
+	batch := func(fs ...*wire.ProviderTunnelFrame) *wire.AttemptUp {
+		return &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Frames: fs}}}
+	}
+	answers := map[string][]*wire.AttemptUp{
+		"after-end": {batch(&wire.ProviderTunnelFrame{Type: "response_start", Status: 200, Headers: sse},
+			&wire.ProviderTunnelFrame{Type: "body", Body: []byte(okStream)}, &wire.ProviderTunnelFrame{Type: "end"},
+			&wire.ProviderTunnelFrame{Type: "body", Body: []byte("data: {\"smuggled\":true}\n\n")}, &wire.ProviderTunnelFrame{Type: "end"})},
+		"mixed": {{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Frames: []*wire.ProviderTunnelFrame{{Type: "response_start", Status: 200, Headers: sse}},
+			Events: []*wire.RunEvent{{Type: "complete"}}}}}},
+		"empty": {batch(), batch(), rogue.Frame(&wire.ProviderTunnelFrame{Type: "response_start", Status: 200, Headers: sse}), batch(),
+			batch(&wire.ProviderTunnelFrame{Type: "body", Body: []byte(okStream)}, &wire.ProviderTunnelFrame{Type: "end"})},
+	}
+	var ads []*wire.ProviderAdvertisement
+	for m := range answers {
+		ads = append(ads, rogueProvider("p-"+m, m, 4, 1000))
+	}
+	startRogue(t, c, ads, func(down *wire.AttemptDown, send func(*wire.AttemptUp) error) error {
+		for _, m := range answers[down.GetTunnel().GetModel()] {
+			if err := send(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, m := range []string{"after-end", "empty"} {
+		if code, _, body := chatStream(t, c.URL, m); code != 200 || body != okStream {
+			t.Errorf("%s: client got %d %q, want exactly the stream before the terminal", m, code, body)
+		}
+	}
+	if code, _, body := chatStream(t, c.URL, "mixed"); code != http.StatusBadGateway || !strings.Contains(body, `"error"`) {
+		t.Errorf("mixed: client got %d %q, want a typed 502", code, body)
+	}
+	if n := c.Metric(t, "iop_edge_lease_double_release_total", nil); n != 0 {
+		t.Fatalf("%v double releases", n)
+	}
+}

@@ -1,0 +1,196 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/iopgw/iop/wire"
+)
+
+// liveSession opens a session that answers heartbeats (a node must, to
+// park streams) until pongs is closed or the session ends; it returns the
+// session and the Welcome.
+func liveSession(t *testing.T, ctx context.Context, c wire.NodeLinkClient, nodeID string, pongs <-chan struct{}) (wire.NodeLink_SessionClient, *wire.Welcome) {
+	t.Helper()
+	st, err := c.Session(withToken(ctx, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: nodeID, Heartbeats: true,
+		Advertisement: &wire.Advertisement{NodeId: nodeID, Providers: []*wire.ProviderAdvertisement{{ProviderId: "p", Models: []string{"m"}}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case <-pongs:
+				continue // frozen: pings go unanswered
+			default:
+			}
+			if p := m.GetPing(); p != nil {
+				_ = st.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Pong{Pong: &wire.Pong{Seq: p.GetSeq()}}})
+			}
+		}
+	}()
+	return st, m.GetWelcome()
+}
+
+// park opens a parked attempt stream claiming generation gen.
+func park(t *testing.T, ctx context.Context, c wire.NodeLinkClient, gen uint64) wire.NodeLink_AttemptClient {
+	t.Helper()
+	st, err := c.Attempt(withToken(ctx, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{Parked: true, ConnectionGeneration: gen}}}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// waitParked waits until the node's current connection has n parked
+// streams.
+func (e *hubEnv) waitParked(t *testing.T, nodeID string, n int) *nodeConn {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		e.hub.mu.Lock()
+		c := e.hub.conns[nodeID]
+		e.hub.mu.Unlock()
+		if c != nil {
+			c.attemptsMu.Lock()
+			got := len(c.parked)
+			c.attemptsMu.Unlock()
+			if got == n {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("parked streams never reached %d", n)
+		}
+	}
+}
+
+// TestParkedStreamsFollowTheirGeneration: a parked stream serves only the
+// connection generation it named. A reconnect ends the old generation's
+// parked streams, a stream claiming an old generation is refused, the
+// new generation's parked stream carries work with no Dispatch, and the
+// Welcome's allowance bounds how many may park.
+func TestParkedStreamsFollowTheirGeneration(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	e.hub.link.ParkedAttempts = 2
+	client := e.client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	_, w1 := liveSession(t, ctx, client, "n1", nil)
+	if w1.GetParkedAttempts() != 2 {
+		t.Fatalf("welcome allows %d parked streams, want 2", w1.GetParkedAttempts())
+	}
+	old := park(t, ctx, client, w1.GetConnectionGeneration())
+	e.waitParked(t, "n1", 1)
+
+	_, w2 := liveSession(t, ctx, client, "n1", nil) // the node reconnects
+	if _, err := old.Recv(); err == nil {
+		t.Fatal("the old generation's parked stream survived the reconnect")
+	}
+	stale := park(t, ctx, client, w1.GetConnectionGeneration())
+	if _, err := stale.Recv(); status.Code(err) != codes.NotFound {
+		t.Fatalf("a parked stream of the superseded generation: %v", err)
+	}
+
+	parked := []wire.NodeLink_AttemptClient{park(t, ctx, client, w2.GetConnectionGeneration()), park(t, ctx, client, w2.GetConnectionGeneration())}
+	e.waitParked(t, "n1", 2)
+	if _, err := park(t, ctx, client, w2.GetConnectionGeneration()).Recv(); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a parked stream past the allowance: %v", err)
+	}
+
+	down := &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r1"}}}
+	ac, err := e.hub.open(ctx, Reception{NodeID: "n1", ConnectionGeneration: w2.GetConnectionGeneration()}, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.end()
+	work := make(chan *wire.AttemptDown, 2)
+	for _, st := range parked {
+		go func() {
+			if m, err := st.Recv(); err == nil {
+				work <- m
+			}
+		}()
+	}
+	select {
+	case got := <-work:
+		if got.GetRun().GetRunId() != "r1" {
+			t.Fatalf("a parked stream received %v", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no parked stream received the work")
+	}
+	if n := testutil.ToFloat64(e.m.attemptStreams.WithLabelValues("parked")); n != 1 {
+		t.Fatalf("%v attempts went onto parked streams, want 1", n)
+	}
+	if n := testutil.ToFloat64(e.m.attemptStreams.WithLabelValues("dispatched")); n != 0 {
+		t.Fatalf("%v attempts were dispatched, want 0", n)
+	}
+	e.waitParked(t, "n1", 1)
+}
+
+// TestParkedWorkNotTakenUp: work sent onto a parked stream of a node
+// that then stops answering heartbeats (frozen) ends before commit within
+// the open timeout, and the node takes no new work; a node that keeps
+// answering heartbeats keeps its slow attempt.
+func TestParkedWorkNotTakenUp(t *testing.T) {
+	for _, frozen := range []bool{true, false} {
+		e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+		e.hub.link = NodeLinkConfig{OpenTimeout: 150 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
+			HeartbeatTimeout: time.Minute, ParkedAttempts: 1}
+		client := e.client(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		pongs := make(chan struct{})
+		_, w := liveSession(t, ctx, client, "n1", pongs)
+		park(t, ctx, client, w.GetConnectionGeneration())
+		e.waitParked(t, "n1", 1)
+		if frozen {
+			close(pongs)
+		}
+		ac, err := e.hub.open(ctx, Reception{NodeID: "n1", ConnectionGeneration: w.GetConnectionGeneration()},
+			&wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r1"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() { _, err := ac.recv(); got <- err }()
+		select {
+		case err := <-got:
+			if !frozen || !errors.Is(err, errNotTakenUp) {
+				t.Fatalf("frozen=%v: attempt ended with %v", frozen, err)
+			}
+			e.pool.mu.Lock()
+			state := e.pool.nodeState[nodeGen{"n1", w.GetConnectionGeneration()}]
+			e.pool.mu.Unlock()
+			if state != NodeSuspect {
+				t.Fatalf("frozen node's state %q, want suspect", state)
+			}
+		case <-time.After(time.Second):
+			if frozen {
+				t.Fatal("work on a frozen node's parked stream never ended")
+			}
+			ac.end()
+		}
+	}
+}

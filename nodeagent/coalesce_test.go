@@ -1,0 +1,151 @@
+package nodeagent
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/wire"
+)
+
+// shapes renders each message a recorder saw as its item types, e.g.
+// "response_start+body" for a batch of two.
+func shapes(ups []*wire.AttemptUp) []string {
+	var out []string
+	for _, m := range ups {
+		var types []string
+		for _, ev := range append(m.GetBatch().GetEvents(), m.GetEvent()) {
+			if ev != nil {
+				types = append(types, ev.GetType())
+			}
+		}
+		for _, f := range append(m.GetBatch().GetFrames(), m.GetFrame()) {
+			if f != nil {
+				types = append(types, f.GetType())
+			}
+		}
+		out = append(out, strings.Join(types, "+"))
+	}
+	return out
+}
+
+// sentMessages runs one attempt on the bridge and returns its messages.
+func sentMessages(t *testing.T, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []*wire.AttemptUp {
+	t.Helper()
+	env := newBridgeEnv(t, p, DefaultCloseGrace)
+	var ups []*wire.AttemptUp
+	run(env.bridge, func(m *wire.AttemptUp) error { ups = append(ups, m); return nil })
+	return ups
+}
+
+func emitFrames(fs ...execution.ProviderTunnelFrame) func(context.Context, *execution.ProviderTunnelRequest, *execution.FrameEmitter) error {
+	return func(_ context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+		for _, f := range fs {
+			emit.Emit(f)
+		}
+		return nil
+	}
+}
+
+func emitEvents(evs ...execution.RunEvent) func(context.Context, *execution.RunRequest, *execution.Emitter) error {
+	return func(_ context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
+		for _, ev := range evs {
+			emit.Emit(ev)
+		}
+		return nil
+	}
+}
+
+// TestCoalescedMessages: the items of an attempt go in as few messages as
+// the edge's handling allows — a head with its first bytes, a whole body
+// the edge buffers anyway, usage with the end — and a stream's bytes one
+// read at a time, never held back.
+func TestCoalescedMessages(t *testing.T) {
+	head := func(ct string, status int) execution.ProviderTunnelFrame {
+		return execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: status, Header: map[string][]string{"Content-Type": {ct}}}
+	}
+	body := execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("x")}
+	usage := execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: &execution.TokenUsage{TotalTokens: 3}}
+	end := execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}
+	start := execution.RunEvent{Type: execution.EventTypeStart}
+	delta := execution.RunEvent{Type: execution.EventTypeDelta, Delta: "tok"}
+	evUsage := execution.RunEvent{Type: execution.EventTypeUsage, Usage: &execution.TokenUsage{TotalTokens: 3}}
+	complete := execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: "stop"}
+	for _, tc := range []struct {
+		name string
+		p    *funcProvider
+		run  func(b *Bridge, send func(*wire.AttemptUp) error)
+		want []string
+	}{
+		{"tunnel JSON: one message", &funcProvider{tunnel: emitFrames(head("application/json", 200), body, body, usage, end)}, runTunnel,
+			[]string{"response_start+body+body+usage+end"}},
+		{"tunnel error status: one message", &funcProvider{tunnel: emitFrames(head("text/event-stream", 429), body, end)}, runTunnel,
+			[]string{"response_start+body+end"}},
+		{"tunnel stream: the head with the first bytes, then each read", &funcProvider{tunnel: emitFrames(head("text/event-stream", 200), body, body, body, usage, end)}, runTunnel,
+			[]string{"response_start+body", "body", "body", "usage+end"}},
+		{"normalized stream: start with the first delta, usage with the end", &funcProvider{exec: emitEvents(start, delta, delta, evUsage, complete)}, runStream(true),
+			[]string{"start+delta", "delta", "usage+complete"}},
+		{"normalized non-stream: the first delta at once, the rest with the end", &funcProvider{exec: emitEvents(start, delta, delta, delta, evUsage, complete)}, runStream(false),
+			[]string{"start+delta", "delta+delta+usage+complete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shapes(sentMessages(t, tc.p, tc.run)); !slices.Equal(got, tc.want) {
+				t.Fatalf("messages %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func runTunnel(b *Bridge, send func(*wire.AttemptUp) error) {
+	b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2"}, send)
+}
+
+func runStream(stream bool) func(*Bridge, func(*wire.AttemptUp) error) {
+	return func(b *Bridge, send func(*wire.AttemptUp) error) {
+		req := runReq(0)
+		req.Stream = stream
+		b.Run(context.Background(), nil, req, send)
+	}
+}
+
+// TestHeldItemsBounded: held items go out once they are a second old
+// (checked as the next item comes), and a watchdog's terminal carries
+// whatever was held: a head held while the upstream went silent reaches
+// the edge with the stall terminal, in order.
+func TestHeldItemsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &funcProvider{exec: func(_ context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
+			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "first"})
+			for range 5 {
+				time.Sleep(400 * time.Millisecond)
+				emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "tok"})
+			}
+			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
+			return nil
+		}}
+		got := shapes(sentMessages(t, slow, runStream(false)))
+		// held from 0.4 s; at 1.6 s the oldest is 1.2 s old: out with it
+		want := []string{"delta", "delta+delta+delta+delta", "delta+complete"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("messages %q, want %q", got, want)
+		}
+
+		silent := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
+				Header: map[string][]string{"Content-Type": {"text/event-stream"}}})
+			<-ctx.Done()
+			return ctx.Err()
+		}}
+		got = shapes(sentMessages(t, silent, func(b *Bridge, send func(*wire.AttemptUp) error) {
+			b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2",
+				ResponseStallTimeoutMs: 1000}, send)
+		}))
+		if !slices.Equal(got, []string{"response_start+error"}) {
+			t.Fatalf("stalled tunnel sent %q", got)
+		}
+	})
+}
