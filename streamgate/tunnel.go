@@ -2,6 +2,7 @@ package streamgate
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
@@ -151,17 +152,31 @@ func (ar *attemptRun) firstEvent(p []byte) *outcome {
 	return nil
 }
 
+// observed is the usage of a tunnelled answer: what the bytes the client
+// received reported, else what the node reported (nil when neither did:
+// usage is never invented).
+func observed(seen, reported *execution.TokenUsage) *execution.TokenUsage {
+	if seen != nil {
+		return seen
+	}
+	return reported
+}
+
 func (ar *attemptRun) tunnelEnd() *outcome {
 	t, rt := ar.tun, ar.rt
 	switch t.mode {
 	case tunnelError:
 		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf}
 	case tunnelBuffer:
+		if strings.Contains(strings.ToLower(t.header.Get("Content-Type")), "json") {
+			rt.sum.Usage = observed(eventstream.BodyUsage(t.buf), rt.sum.Usage)
+		}
 		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
 			return clientGone(err)
 		}
 	case tunnelStream:
 		t.obs.Close()
+		rt.sum.Usage = observed(t.obs.Usage, rt.sum.Usage)
 		if !t.decided && t.obs.FirstIsError {
 			return &outcome{kind: outUpstream, upstream: t.obs.Err}
 		}

@@ -21,10 +21,11 @@ const bufSize = 32 << 10
 var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
 
 // Tunnel sends req upstream and emits the answer as frames: response_start
-// with the status and end-to-end headers, one body frame per read, a usage
-// frame when the body reported usage, then end. An upstream read error
-// mid-body becomes an error frame — never a tidy end — and a request that
-// cannot be sent becomes an error frame before any response_start.
+// with the status and end-to-end headers, one body frame per read, then
+// end. The body is not decoded here: the edge reads the usage it reports
+// from the bytes it forwards. An upstream read error mid-body becomes an
+// error frame — never a tidy end — and a request that cannot be sent
+// becomes an error frame before any response_start.
 func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execution.FrameEmitter) error {
 	resp, err := c.Do(req)
 	if err != nil {
@@ -36,7 +37,6 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	defer resp.Body.Close()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
-	sniff := NewUsageSniffer(resp.Header.Get("Content-Type"), req.URL.Path)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -44,7 +44,6 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
-			sniff.Write(chunk)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
 		}
 		if errors.Is(rerr, io.EOF) {
@@ -56,9 +55,6 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 			}
 			return execution.UpstreamFailure(&execution.UpstreamError{Status: resp.StatusCode, Message: fmt.Sprintf("reading upstream body: %v", rerr)})
 		}
-	}
-	if u := sniff.Usage(); u != nil {
-		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: u})
 	}
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
 	return nil

@@ -1,0 +1,56 @@
+package eventstream
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestObservedUsage: usage is read from what passes by — a stream's
+// events (split anywhere, spaced JSON, any dialect) or a whole JSON body
+// — and is absent, never zero, when the answer reported none.
+func TestObservedUsage(t *testing.T) {
+	tests := []struct {
+		name   string
+		d      Dialect
+		f      Format
+		json   bool // a whole body, not a stream
+		chunks []string
+		want   int64 // total tokens; 0 = none
+	}{
+		{"chat sse split", DialectChat, FormatSSE, false, []string{"data: {\"choices\":[]}\n\ndata: {\"choices\":[],\"us", "age\":{\"prompt_tokens\":9,\"completion_tokens\":6,\"total_tokens\":15}}\n\ndata: [DONE]\n\n"}, 15},
+		{"responses completed", DialectResponses, FormatSSE, false, []string{"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":2,\"total_tokens\":7}}}\n\n"}, 7},
+		{"json body", DialectChat, FormatSSE, true, []string{`{"choices":[],"usage":{"prompt_tokens":1,`, `"completion_tokens":2,"total_tokens":3}}`}, 3},
+		{"ollama ndjson", DialectOllama, FormatNDJSON, false, []string{"{\"done\":false}\n{\"done\":true,\"prompt_eval_count\":4,\"eval_count\":5}\n"}, 9},
+		{"ollama json body", DialectOllama, FormatNDJSON, true, []string{`{"done":true,"prompt_eval_count":4,"eval_count":5}`}, 9},
+		{"null usage", DialectChat, FormatSSE, false, []string{"data: {\"usage\":null}\n\n"}, 0},
+		{"chat spaced JSON, data: without space", DialectChat, FormatSSE, false, []string{"data:{\"choices\": [], \"usage\": {\"prompt_tokens\": 17, \"completion_tokens\": 23}}\r\n\r\ndata:[DONE]\r\n\r\n"}, 40},
+		{"usage-like text in content is not usage", DialectChat, FormatSSE, false, []string{"data: {\"choices\":[{\"delta\":{\"content\":\"\\\"usage\\\":{\\\"total_tokens\\\":5}\"}}]}\n\n"}, 0},
+		{"ollama spaced", DialectOllama, FormatNDJSON, false, []string{"{\"done\": true, \"prompt_eval_count\": 1, \"eval_count\": 2}"}, 3},
+		{"json body without usage", DialectChat, FormatSSE, true, []string{`{"choices":[]}`}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var total *int64
+			if tt.json {
+				if u := BodyUsage([]byte(strings.Join(tt.chunks, ""))); u != nil {
+					total = &u.TotalTokens
+				}
+			} else {
+				o := NewObserver(tt.d, tt.f)
+				for _, c := range tt.chunks {
+					o.Feed([]byte(c))
+				}
+				o.Close()
+				if o.Usage != nil {
+					total = &o.Usage.TotalTokens
+				}
+			}
+			switch {
+			case tt.want == 0 && total != nil:
+				t.Errorf("usage total %d, want none", *total)
+			case tt.want != 0 && (total == nil || *total != tt.want):
+				t.Errorf("usage %v, want total %d", total, tt.want)
+			}
+		})
+	}
+}
