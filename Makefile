@@ -44,6 +44,7 @@ FUZZ_TARGETS := \
 	codec/openai:FuzzDecodeResponsesRequest \
 	codec/jsonstrict:FuzzCheck \
 	codec/eventstream:FuzzSSEReader \
+	codec/eventstream:FuzzObserver \
 	nodeagent/providers/openai:FuzzReadStream \
 	nodeagent/providers/ollama:FuzzReadNDJSON \
 	gateway:FuzzNodeMessages \
@@ -53,8 +54,8 @@ FUZZ_TARGETS := \
 	gateway:FuzzHealthObservationRedaction \
 	streamgate:FuzzRecoveryObservationRedaction \
 	execution:FuzzStallTimeout
-# The per-change subset make test runs (3 × 30 s).
-FUZZ_PR := nodeagent/providers/openai:FuzzReadStream gateway:FuzzNodeMessages streamgate:FuzzAttemptLifecycle
+# The per-change subset make test runs (4 × 30 s).
+FUZZ_PR := nodeagent/providers/openai:FuzzReadStream gateway:FuzzNodeMessages streamgate:FuzzAttemptLifecycle codec/eventstream:FuzzObserver
 FUZZTIME ?= 10m
 
 define run-fuzz

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/iopgw/iop/execution"
 )
 
@@ -65,7 +67,8 @@ type Observer struct {
 	Seq     int64
 	SeqSeen bool
 
-	open map[int]bool // chat: choice indexes without a finish_reason yet
+	open map[int]bool    // chat: choice indexes without a finish_reason yet
+	p    fastjson.Parser // reused for every event's JSON
 }
 
 // NewObserver returns an observer of a stream in format f.
@@ -115,21 +118,23 @@ func (o *Observer) setErr(ue *execution.UpstreamError) {
 	}
 }
 
-type chatChunk struct {
-	Error   json.RawMessage `json:"error"`
-	Object  string          `json:"object"`
-	Message string          `json:"message"`
-	Type    string          `json:"type"`
-	Code    any             `json:"code"`
-	Choices []struct {
-		Index        int     `json:"index"`
-		FinishReason *string `json:"finish_reason"`
-		Delta        struct {
-			ToolCalls    json.RawMessage `json:"tool_calls"`
-			FunctionCall json.RawMessage `json:"function_call"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Usage *Usage `json:"usage"`
+// object parses data into the observer's reused parser: nil when data
+// is not a JSON object (or null, an empty one), counted as malformed.
+// The value is valid until the next call.
+func (o *Observer) object(data []byte) (*fastjson.Value, bool) {
+	v, err := o.p.ParseBytes(data)
+	if err != nil {
+		o.Malformed++
+		return nil, false
+	}
+	switch v.Type() {
+	case fastjson.TypeObject:
+		return v, true
+	case fastjson.TypeNull:
+		return nil, true
+	}
+	o.Malformed++
+	return nil, false
 }
 
 func (o *Observer) chat(data []byte) {
@@ -138,33 +143,34 @@ func (o *Observer) chat(data []byte) {
 		o.Done = true
 		return
 	}
-	var c chatChunk
-	if json.Unmarshal(data, &c) != nil {
-		o.Malformed++
+	c, ok := o.object(data)
+	if !ok || c == nil {
 		return
 	}
-	if ue := chunkError(&c); ue != nil {
+	if ue := chunkError(c); ue != nil {
 		o.setErr(ue)
 		return
 	}
-	if c.Usage != nil {
-		o.Usage = c.Usage.TokenUsage()
+	if u := c.Get("usage"); present(u) {
+		o.Usage = usageOf(u)
 	}
 	if o.open == nil {
 		o.open = map[int]bool{}
 	}
-	for _, ch := range c.Choices {
-		if nonEmpty(ch.Delta.ToolCalls) || nonEmpty(ch.Delta.FunctionCall) {
+	choices := c.GetArray("choices")
+	for _, ch := range choices {
+		if present(ch.Get("delta", "tool_calls")) || present(ch.Get("delta", "function_call")) {
 			o.ToolCall = true
 		}
-		if _, seen := o.open[ch.Index]; !seen {
-			o.open[ch.Index] = true
+		i := ch.GetInt("index")
+		if _, seen := o.open[i]; !seen {
+			o.open[i] = true
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			o.open[ch.Index] = false
+		if len(ch.GetStringBytes("finish_reason")) > 0 {
+			o.open[i] = false
 		}
 	}
-	if len(c.Choices) > 0 && allFinished(o.open) {
+	if len(choices) > 0 && allFinished(o.open) {
 		o.Done = true
 	}
 }
@@ -180,109 +186,126 @@ func allFinished(open map[int]bool) bool {
 
 // chunkError reads an error event: {"error":{…}} or {"error":"…"}, and
 // the top-level {"object":"error",…} some servers write.
-func chunkError(c *chatChunk) *execution.UpstreamError {
-	if nonEmpty(c.Error) {
-		return ParseErrorObject(c.Error)
+func chunkError(c *fastjson.Value) *execution.UpstreamError {
+	if e := c.Get("error"); present(e) {
+		return ParseErrorObject(e.MarshalTo(nil))
 	}
-	if c.Object == "error" {
-		ue := &execution.UpstreamError{Message: c.Message, Type: c.Type, Code: codeString(c.Code)}
+	if string(c.GetStringBytes("object")) == "error" {
+		ue := &execution.UpstreamError{Message: string(c.GetStringBytes("message")), Type: string(c.GetStringBytes("type")), Code: valueString(c.Get("code"))}
 		ue.Status = StatusOf(ue.Type, ue.Code)
 		return ue
 	}
 	return nil
 }
 
-type responsesEvent struct {
-	Type     string `json:"type"`
-	Sequence *int64 `json:"sequence_number"`
-	Item     *struct {
-		Type string `json:"type"`
-	} `json:"item"`
-	Response *struct {
-		Usage *Usage `json:"usage"`
-		Error *struct {
-			Code    any    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	} `json:"response"`
-	// error events
-	Code    any             `json:"code"`
-	Message string          `json:"message"`
-	Param   any             `json:"param"`
-	Error   json.RawMessage `json:"error"`
-}
-
 func (o *Observer) responses(ev Event) {
-	var e responsesEvent
-	if json.Unmarshal(ev.Data, &e) != nil {
-		o.Malformed++
+	e, ok := o.object(ev.Data)
+	if !ok || e == nil {
 		return
 	}
-	if e.Sequence != nil && (!o.SeqSeen || *e.Sequence > o.Seq) {
-		o.Seq, o.SeqSeen = *e.Sequence, true
+	if seq := e.Get("sequence_number"); seq != nil && seq.Type() == fastjson.TypeNumber {
+		if n := seq.GetInt64(); !o.SeqSeen || n > o.Seq {
+			o.Seq, o.SeqSeen = n, true
+		}
 	}
-	typ := e.Type
+	typ := string(e.GetStringBytes("type"))
 	if typ == "" {
 		typ = ev.Name
 	}
-	if e.Item != nil && strings.HasSuffix(e.Item.Type, "_call") {
+	if strings.HasSuffix(string(e.GetStringBytes("item", "type")), "_call") || strings.HasPrefix(typ, "response.function_call_arguments.") {
 		o.ToolCall = true
 	}
-	if strings.HasPrefix(typ, "response.function_call_arguments.") {
-		o.ToolCall = true
-	}
-	if e.Response != nil && e.Response.Usage != nil {
-		o.Usage = e.Response.Usage.TokenUsage()
+	if u := e.Get("response", "usage"); present(u) {
+		o.Usage = usageOf(u)
 	}
 	switch typ {
 	case "response.completed", "response.incomplete":
 		o.Done = true
 	case "response.failed":
 		ue := &execution.UpstreamError{Message: "the response failed", Status: 500}
-		if e.Response != nil && e.Response.Error != nil {
-			ue.Code, ue.Message = codeString(e.Response.Error.Code), e.Response.Error.Message
+		if re := e.Get("response", "error"); present(re) {
+			ue.Code, ue.Message = valueString(re.Get("code")), string(re.GetStringBytes("message"))
 		}
 		o.setErr(ue)
 	case "error":
-		if nonEmpty(e.Error) {
-			o.setErr(ParseErrorObject(e.Error))
+		if inner := e.Get("error"); present(inner) {
+			o.setErr(ParseErrorObject(inner.MarshalTo(nil)))
 			return
 		}
-		ue := &execution.UpstreamError{Message: e.Message, Code: codeString(e.Code), Param: codeString(e.Param)}
+		ue := &execution.UpstreamError{Message: string(e.GetStringBytes("message")), Code: valueString(e.Get("code")), Param: valueString(e.Get("param"))}
 		ue.Status = StatusOf("", ue.Code)
 		o.setErr(ue)
 	}
 }
 
-type ollamaLine struct {
-	Done            bool            `json:"done"`
-	Error           json.RawMessage `json:"error"`
-	PromptEvalCount *int64          `json:"prompt_eval_count"`
-	EvalCount       *int64          `json:"eval_count"`
-	Message         *struct {
-		ToolCalls json.RawMessage `json:"tool_calls"`
-	} `json:"message"`
-}
-
 func (o *Observer) ollama(data []byte) {
-	var l ollamaLine
-	if json.Unmarshal(data, &l) != nil {
-		o.Malformed++
+	l, ok := o.object(data)
+	if !ok || l == nil {
 		return
 	}
-	if nonEmpty(l.Error) {
-		o.setErr(ParseErrorObject(l.Error))
+	if e := l.Get("error"); present(e) {
+		o.setErr(ParseErrorObject(e.MarshalTo(nil)))
 		return
 	}
-	if l.Message != nil && nonEmpty(l.Message.ToolCalls) && string(bytes.TrimSpace(l.Message.ToolCalls)) != "[]" {
+	if tc := l.Get("message", "tool_calls"); present(tc) && !(tc.Type() == fastjson.TypeArray && len(tc.GetArray()) == 0) {
 		o.ToolCall = true
 	}
-	if u := ollamaUsage(l.PromptEvalCount, l.EvalCount); u != nil {
+	if u := ollamaUsage(int64Field(l, "prompt_eval_count"), int64Field(l, "eval_count")); u != nil {
 		o.Usage = u
 	}
-	if l.Done {
+	if l.GetBool("done") {
 		o.Done = true
 	}
+}
+
+// present reports whether v is a member that holds something (not
+// missing, not null).
+func present(v *fastjson.Value) bool { return v != nil && v.Type() != fastjson.TypeNull }
+
+// int64Field is a numeric member of v, nil when absent or not a number.
+func int64Field(v *fastjson.Value, keys ...string) *int64 {
+	f := v.Get(keys...)
+	if f == nil || f.Type() != fastjson.TypeNumber {
+		return nil
+	}
+	n := f.GetInt64()
+	return &n
+}
+
+// usageOf reads a usage object in Chat (prompt/completion) or Responses
+// (input/output) naming; a missing total is the sum of its parts.
+func usageOf(u *fastjson.Value) *execution.TokenUsage {
+	out := &execution.TokenUsage{PromptTokens: u.GetInt64("prompt_tokens") + u.GetInt64("input_tokens"),
+		CompletionTokens: u.GetInt64("completion_tokens") + u.GetInt64("output_tokens"), TotalTokens: u.GetInt64("total_tokens")}
+	if d := u.Get("prompt_tokens_details"); present(d) {
+		out.CachedTokens = d.GetInt64("cached_tokens")
+	} else {
+		out.CachedTokens = u.GetInt64("input_tokens_details", "cached_tokens")
+	}
+	if d := u.Get("completion_tokens_details"); present(d) {
+		out.ReasoningTokens = d.GetInt64("reasoning_tokens")
+	} else {
+		out.ReasoningTokens = u.GetInt64("output_tokens_details", "reasoning_tokens")
+	}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	}
+	return out
+}
+
+// valueString is a code or param as text: a string as is, a number in
+// its shortest form; anything else is empty.
+func valueString(v *fastjson.Value) string {
+	if v == nil {
+		return ""
+	}
+	switch v.Type() {
+	case fastjson.TypeString:
+		return string(v.GetStringBytes())
+	case fastjson.TypeNumber:
+		return codeString(v.GetFloat64())
+	}
+	return ""
 }
 
 func ollamaUsage(prompt, eval *int64) *execution.TokenUsage {

@@ -2,6 +2,7 @@ package eventstream
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -146,4 +147,52 @@ func BenchmarkTrickledEvent(b *testing.B) {
 			b.Fatalf("%d events", n)
 		}
 	}
+}
+
+// BenchmarkObserveChat observes a typical Chat stream (the edge does this
+// for every tunnelled chunk): 32 content chunks, a finish chunk, a usage
+// chunk and [DONE], delivered one event per read.
+func BenchmarkObserveChat(b *testing.B) {
+	var events [][]byte
+	for i := range 32 {
+		events = append(events, []byte(fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"token %d "},"logprobs":null,"finish_reason":null}]}`+"\n\n", i, i)))
+	}
+	events = append(events, []byte(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`+"\n\n"),
+		[]byte(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":32,"total_tokens":41,"prompt_tokens_details":{"cached_tokens":0}}}`+"\n\n"),
+		[]byte("data: [DONE]\n\n"))
+	b.ReportAllocs()
+	for b.Loop() {
+		o := NewObserver(DialectChat, FormatSSE)
+		for _, ev := range events {
+			o.Feed(ev)
+		}
+		o.Close()
+		if !o.Done || o.Usage == nil || o.Usage.TotalTokens != 41 || o.Malformed != 0 {
+			b.Fatalf("observed %+v", o)
+		}
+	}
+}
+
+// FuzzObserver: whatever an upstream sends, in any dialect and split
+// anywhere, observing it never panics and counts sanely.
+func FuzzObserver(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"finish_reason\":\"stop\",\"delta\":{\"tool_calls\":[]}}],\"usage\":{\"total_tokens\":3}}\n\ndata: [DONE]\n\n"), uint8(3))
+	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"code\":429}}\n\n"), uint8(5))
+	f.Add([]byte("{\"done\":true,\"message\":{\"tool_calls\":[{}]},\"eval_count\":2}\n"), uint8(1))
+	f.Add([]byte("data: {\"choices\":null,\"error\":null,\"object\":\"error\",\"code\":1.5}\n\n"), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, split uint8) {
+		for _, d := range []Dialect{DialectChat, DialectResponses, DialectOllama} {
+			for _, format := range []Format{FormatSSE, FormatNDJSON} {
+				o := NewObserver(d, format)
+				k := max(int(split), 1)
+				for p := data; len(p) > 0; p = p[min(k, len(p)):] {
+					o.Feed(p[:min(k, len(p))])
+				}
+				o.Close()
+				if o.Malformed > o.Events || (o.FirstIsError && o.Err == nil) {
+					t.Fatalf("observed %+v", o)
+				}
+			}
+		}
+	})
 }

@@ -1,7 +1,7 @@
 package eventstream
 
 import (
-	"encoding/json"
+	"github.com/valyala/fastjson"
 
 	"github.com/iopgw/iop/execution"
 )
@@ -51,16 +51,24 @@ func (u *Usage) TokenUsage() *execution.TokenUsage {
 // OpenAI's "usage" (Chat, Completions, Embeddings, Responses) or Ollama's
 // eval counts. Nil when the body reports none.
 func BodyUsage(body []byte) *execution.TokenUsage {
-	var v struct {
-		Usage           *Usage `json:"usage"`
-		PromptEvalCount *int64 `json:"prompt_eval_count"`
-		EvalCount       *int64 `json:"eval_count"`
+	var p *fastjson.Parser
+	if len(body) <= maxPooledBody {
+		p = bodyParsers.Get()
+		defer bodyParsers.Put(p)
+	} else {
+		p = new(fastjson.Parser) // a pooled parser would keep the large body alive
 	}
-	if json.Unmarshal(body, &v) != nil {
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
 		return nil
 	}
-	if v.Usage != nil {
-		return v.Usage.TokenUsage()
+	if u := v.Get("usage"); present(u) {
+		return usageOf(u)
 	}
-	return ollamaUsage(v.PromptEvalCount, v.EvalCount)
+	return ollamaUsage(int64Field(v, "prompt_eval_count"), int64Field(v, "eval_count"))
 }
+
+// bodyParsers parse whole bodies up to maxPooledBody.
+var bodyParsers fastjson.ParserPool
+
+const maxPooledBody = 64 << 10
