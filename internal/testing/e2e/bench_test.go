@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -128,5 +129,82 @@ func BenchmarkTenancyOverhead(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// holdingUpstream answers a stream request with its head and one chunk,
+// then holds it open until release is closed.
+func holdingUpstream(release <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":null}]}\n\n")
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+}
+
+// holdStreams opens n streams to url and waits until each delivered its
+// first chunk; the streams stay open until the returned func closes them.
+func holdStreams(b *testing.B, url, model string, n int) func() {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
+	var bodies []io.Closer
+	for range n {
+		resp, err := client.Post(url+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := resp.Body.Read(make([]byte, 1)); err != nil || resp.StatusCode != 200 {
+			b.Fatalf("held stream: %d %v", resp.StatusCode, err)
+		}
+		bodies = append(bodies, resp.Body)
+	}
+	return func() {
+		for _, c := range bodies {
+			c.Close()
+		}
+		client.CloseIdleConnections()
+	}
+}
+
+// footprint is the process's goroutines and heap+stack bytes in use.
+func footprint() (goroutines int, bytes uint64) {
+	runtime.GC()
+	runtime.GC() // twice: pooled buffers survive one cycle
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return runtime.NumGoroutine(), m.HeapInuse + m.StackInuse
+}
+
+// BenchmarkOpenStreams measures what an open, idle stream costs the
+// edge and node (tunnel path, in process): goroutines and KiB per stream
+// beyond what the same streams cost held directly against the upstream
+// (client and upstream sides, which are in this process too).
+func BenchmarkOpenStreams(b *testing.B) {
+	const n = 1000
+	release := make(chan struct{})
+	up := httptest.NewServer(holdingUpstream(release))
+	b.Cleanup(up.Close)
+	b.Cleanup(func() { close(release) })
+	c := Start(b, Options{TCPNodeLink: true}, func(*Cluster) []NodeSpec {
+		t := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"hold"}, Capacity: 100000}
+		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{t}}}
+	})
+	measure := func(url, model string) (float64, float64) {
+		g0, m0 := footprint()
+		closeAll := holdStreams(b, url, model, n)
+		g1, m1 := footprint()
+		closeAll()
+		return float64(g1-g0) / n, (float64(m1) - float64(m0)) / 1024 / n
+	}
+	for b.Loop() {
+		dg, dm := measure(up.URL, "hold")
+		ig, im := measure(c.URL, "hold")
+		b.ReportMetric(ig-dg, "goroutines/stream")
+		b.ReportMetric(im-dm, "KiB/stream")
 	}
 }

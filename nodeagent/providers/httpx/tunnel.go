@@ -12,13 +12,38 @@ import (
 	"github.com/iopgw/iop/internal/httphdr"
 )
 
-// bufSize is the read size of the tunnel pump: each upstream read becomes
-// one body frame, so an SSE event written by the upstream travels on its
-// own without waiting for more.
-const bufSize = 32 << 10
+// Read sizes of the tunnel pump: each upstream read becomes one body
+// frame, so an SSE event written by the upstream travels on its own
+// without waiting for more. A tunnel starts with a small buffer (a token
+// stream's events are a few hundred bytes, and an open stream holds its
+// buffer while it waits) and moves to the large one once a read fills
+// the small one (a large body, a burst).
+const (
+	smallBuf = 4 << 10
+	largeBuf = 32 << 10
+)
 
-// bufPool recycles read buffers: one per in-flight tunnel, not per request.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+// bufPools recycle read buffers by size: one per in-flight tunnel, not
+// per request.
+var bufPools = map[int]*sync.Pool{
+	smallBuf: {New: func() any { b := make([]byte, smallBuf); return &b }},
+	largeBuf: {New: func() any { b := make([]byte, largeBuf); return &b }},
+}
+
+// readBuf is a tunnel's pooled read buffer.
+type readBuf struct{ b *[]byte }
+
+func newReadBuf() *readBuf { return &readBuf{b: bufPools[smallBuf].Get().(*[]byte)} }
+
+// grow moves to the large buffer after a read filled the small one.
+func (r *readBuf) grow(n int) {
+	if n == len(*r.b) && n == smallBuf {
+		r.release()
+		r.b = bufPools[largeBuf].Get().(*[]byte)
+	}
+}
+
+func (r *readBuf) release() { bufPools[len(*r.b)].Put(r.b) }
 
 // Tunnel sends req upstream and emits the answer as frames: response_start
 // with the status and end-to-end headers, one body frame per read, then
@@ -37,14 +62,14 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	defer resp.Body.Close()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
+	buf := newReadBuf()
+	defer func() { buf.release() }()
 	for {
-		n, rerr := resp.Body.Read(buf)
+		n, rerr := resp.Body.Read(*buf.b)
 		if n > 0 {
-			chunk := append([]byte(nil), buf[:n]...)
+			chunk := append([]byte(nil), (*buf.b)[:n]...)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
+			buf.grow(n)
 		}
 		if errors.Is(rerr, io.EOF) {
 			break
