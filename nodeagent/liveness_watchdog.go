@@ -58,20 +58,27 @@ func (v stallVerdict) errorText() string {
 // the close-grace fence and the exact-target probe — and hands the verdict
 // to finish, which assembles the single allowlisted terminal. It never
 // retries and never infers recovery eligibility.
+//
+// It holds no goroutine while it waits: a timer checks the idle time when
+// it would expire and re-arms for the rest; only a claimed stall runs on.
 type watchdog struct {
 	timeout time.Duration
 	grace   time.Duration
 	last    atomic.Int64 // unix nanos of admission or the last progress
 	claimed atomic.Bool
 	stop    *syncx.Event
-	done    chan struct{}
+	done    *syncx.Event // the watchdog has finished (halted, or the stall delivered)
+
+	mu sync.Mutex  // orders re-arming against halt
+	t  *time.Timer // set by start
+	h  watchHooks
 }
 
 func newWatchdog(timeout, grace time.Duration) *watchdog {
 	if timeout <= 0 {
 		timeout = time.Duration(execution.DefaultResponseStallTimeoutMS) * time.Millisecond
 	}
-	w := &watchdog{timeout: timeout, grace: grace, stop: syncx.NewEvent(), done: make(chan struct{})}
+	w := &watchdog{timeout: timeout, grace: grace, stop: syncx.NewEvent(), done: syncx.NewEvent()}
 	w.last.Store(time.Now().UnixNano())
 	return w
 }
@@ -83,8 +90,16 @@ func (w *watchdog) touch() { w.last.Store(time.Now().UnixNano()) }
 func (w *watchdog) idle() time.Duration { return time.Since(time.Unix(0, w.last.Load())) }
 
 // halt stops the watchdog (idempotent); a claim already in progress
-// completes.
-func (w *watchdog) halt() { w.stop.Fire() }
+// completes, and done fires when it has.
+func (w *watchdog) halt() {
+	w.stop.Fire()
+	w.mu.Lock()
+	pending := w.t != nil && w.t.Stop()
+	w.mu.Unlock()
+	if pending {
+		w.done.Fire() // the timer will not run: nothing is in progress
+	}
+}
 
 // watchHooks are what a watchdog needs from its attempt.
 type watchHooks struct {
@@ -98,30 +113,38 @@ type watchHooks struct {
 	observe  func(v stallVerdict)                   // fire-and-forget observation
 }
 
-// run waits for a stall and handles it. It returns when halted, or after
-// a claimed stall's terminal was delivered.
-func (w *watchdog) run(h watchHooks) {
-	defer close(w.done)
-	t := time.NewTimer(w.timeout)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop.Done():
-			return
-		case <-t.C:
-		}
-		idle := w.idle()
-		if idle < w.timeout {
-			t.Reset(w.timeout - idle)
-			continue
-		}
-		if !h.claim() {
-			return // the provider terminal won the race
-		}
-		w.claimed.Store(true)
-		w.handleStall(idle, h)
+// start arms the watchdog. It handles a stall on the timer's goroutine;
+// done fires once it is halted, or after a claimed stall's terminal was
+// delivered.
+func (w *watchdog) start(h watchHooks) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.h = h
+	w.t = time.AfterFunc(w.timeout, w.expire)
+}
+
+// expire runs when the timer fires: progress since it was armed re-arms
+// it for the rest of the timeout; otherwise the stall is claimed.
+func (w *watchdog) expire() {
+	w.mu.Lock()
+	if w.stop.HasFired() {
+		w.mu.Unlock()
+		w.done.Fire()
 		return
 	}
+	idle := w.idle()
+	if idle < w.timeout {
+		w.t.Reset(w.timeout - idle)
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	defer w.done.Fire()
+	if !w.h.claim() {
+		return // the provider terminal won the race
+	}
+	w.claimed.Store(true)
+	w.handleStall(idle, w.h)
 }
 
 // handleStall joins the fence and the probe, then delivers the terminal.

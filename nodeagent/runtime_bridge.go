@@ -375,7 +375,7 @@ func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watc
 	if s.sess != nil {
 		hooks.seq = s.sess.NextObservationSeq
 	}
-	go w.run(hooks)
+	w.start(hooks)
 
 	select {
 	case <-s.sink.Done():
@@ -386,7 +386,7 @@ func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watc
 		}
 	}
 	w.halt()
-	<-w.done
+	<-w.done.Done()
 }
 
 func runTerminal(err error) execution.RunEvent {
