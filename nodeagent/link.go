@@ -43,6 +43,8 @@ func (a *Agent) dialOptions(e EdgeConfig) ([]grpc.DialOption, error) {
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: wire.NodeBackoff, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithPerRPCCredentials(tokenCreds{token: a.cfg.Token, secure: e.TLS.Enabled}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxMessageSize), grpc.MaxCallSendMsgSize(wire.MaxMessageSize)),
+		grpc.WithInitialWindowSize(wire.NodeStreamWindow),
+		grpc.WithInitialConnWindowSize(wire.NodeConnWindow),
 	}
 	if a.opts.Dialer != nil {
 		opts = append(opts, grpc.WithContextDialer(a.opts.Dialer))

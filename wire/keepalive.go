@@ -58,6 +58,12 @@ const (
 	// the node port, before any token is checked (grpc-go's default is 16
 	// MiB: an unauthenticated HPACK amplification).
 	EdgeMaxHeaderList = 16 << 10
+	// NodeStreamWindow and NodeConnWindow are the node's receive windows
+	// (the work the edge sends: request bodies). Fixed windows turn off
+	// grpc-go's BDP estimation, which otherwise answers received data with
+	// PING frames: a write and a read on both ends of every attempt.
+	NodeStreamWindow = 1 << 20
+	NodeConnWindow   = 16 << 20
 	// EdgeHandshakeTimeout bounds how long a connection to the node port
 	// may take to complete its TLS and HTTP/2 handshake (grpc-go's
 	// default is 120 s, which lets idle connections hold descriptors).
