@@ -91,3 +91,31 @@ func TestMarshalKeepsHTML(t *testing.T) {
 		t.Fatal("an unencodable value was accepted")
 	}
 }
+
+// TestAppendStringMatchesMarshal: the append encoder writes every string
+// exactly as Marshal does, control characters, quotes, invalid UTF-8 and
+// the JavaScript line separators included.
+func TestAppendStringMatchesMarshal(t *testing.T) {
+	cases := []string{"", "plain", "quote \" backslash \\ slash /", "\x00\x01\b\f\n\r\t\x1f\x7f", "<html> & more",
+		"héllo wörld ✓ 🙂", "\xff\xfe bad \xc3", "line\u2028sep\u2029", "\xed\xa0\xbd", string([]byte{0xed, 0xa0, 0x80})}
+	for _, s := range cases {
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// FuzzAppendString holds the same for any string.
+func FuzzAppendString(f *testing.F) {
+	f.Add("a\"b\\c\x00\u2028\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := Marshal(s)
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

@@ -112,12 +112,63 @@ func (s *ChatStream) head() answerHead {
 		ServiceTier: s.ServiceTier}
 }
 
+// chunk renders one chunk as an SSE event. It is a translated stream's
+// hot path, so it appends the JSON directly (no reflection); the bytes
+// are exactly those of sseData(chunkWire{…}) (TestChunkMatchesReflection).
 func (s *ChatStream) chunk(d deltaWire, finish *string) []byte {
-	c := chunkWire{answerHead: s.head(), Choices: []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
-	if s.IncludeUsage {
-		c.Usage = nullJSON
+	b := make([]byte, 0, 160+len(s.ID)+len(s.Model)+len(d.ReasoningContent)+len(deref(d.Content)))
+	b = append(b, `data: {"id":`...)
+	b = jsonstrict.AppendString(b, s.ID)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = jsonstrict.AppendInt(b, s.Created)
+	b = append(b, `,"model":`...)
+	b = jsonstrict.AppendString(b, s.Model)
+	b = appendOptional(b, `,"system_fingerprint":`, s.Fingerprint)
+	b = appendOptional(b, `,"service_tier":`, s.ServiceTier)
+	b = append(b, `,"choices":[{"index":0,"delta":{`...)
+	sep := ""
+	if d.Role != "" {
+		b = jsonstrict.AppendString(append(b, `"role":`...), d.Role)
+		sep = ","
 	}
-	return sseData(c)
+	if d.Content != nil {
+		b = jsonstrict.AppendString(append(append(b, sep...), `"content":`...), *d.Content)
+		sep = ","
+	}
+	if d.ReasoningContent != "" {
+		b = jsonstrict.AppendString(append(append(b, sep...), `"reasoning_content":`...), d.ReasoningContent)
+		sep = ","
+	}
+	if len(d.ToolCalls) > 0 {
+		calls, _ := jsonstrict.Marshal(d.ToolCalls)
+		b = append(append(append(b, sep...), `"tool_calls":`...), calls...)
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	if finish != nil {
+		b = jsonstrict.AppendString(b, *finish)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, "}]"...)
+	if s.IncludeUsage {
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, "}\n\n"...)
+}
+
+// appendOptional appends key and v unless v is empty (omitempty).
+func appendOptional(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return jsonstrict.AppendString(append(b, key...), v)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func sseData(v any) []byte {
