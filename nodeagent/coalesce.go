@@ -21,6 +21,10 @@ import (
 //     a non-streamed normalized request after its first content (sent at
 //     once, so a first-token timeout sees it exactly), and the body of a
 //     tunnelled response that is not an event stream or is an error.
+//   - When the provider reads an upstream body, what one read produced
+//     goes as one message: items wait until the provider is about to
+//     read again (the read hook) — a delay of the time it takes to decode
+//     that read, never of a read.
 //   - A terminal sends everything held with it.
 //
 // Held items are bounded: by maxHeldBytes of text or body, and by
@@ -42,6 +46,8 @@ type coalescer struct {
 
 	whole  bool // the edge buffers the answer whole
 	output bool // an item carrying client output went out
+	reads  bool // the provider calls the read hook before each read
+	held   bool // an item carrying client output is held
 }
 
 // heldEvent reports whether ev may wait for the next item.
@@ -52,7 +58,10 @@ func (c *coalescer) heldEvent(ev *wire.RunEvent) bool {
 	case execution.EventTypeDelta, execution.EventTypeMessage:
 		first := !c.output
 		c.output = true
-		return c.whole && !first
+		if c.whole {
+			return !first
+		}
+		return c.reads
 	}
 	return false
 }
@@ -67,18 +76,29 @@ func (c *coalescer) heldFrame(f *wire.ProviderTunnelFrame) bool {
 	case execution.FrameTypeUsage:
 		return true
 	case execution.FrameTypeBody:
-		return c.whole
+		return c.whole || c.reads
 	}
 	return false
 }
 
-// add holds m's item and reports whether the held items must go now.
+// add holds the item just appended (carrying size bytes of client
+// output) and reports whether the held items must go now.
 func (c *coalescer) add(held bool, size int) bool {
 	if len(c.events)+len(c.frames) == 1 {
 		c.oldest = time.Now()
 	}
 	c.bytes += size
+	c.held = c.held || size > 0
 	return !held || c.bytes >= maxHeldBytes || time.Since(c.oldest) >= maxHeldAge
+}
+
+// beforeRead reports whether the held items must go now that the
+// provider is about to read its upstream again: output of a stream does;
+// a head or usage waits for what follows it, and a whole answer for its
+// end.
+func (c *coalescer) beforeRead() bool {
+	c.reads = true
+	return c.held && !c.whole
 }
 
 // take returns the held items as one message (nil when none) and empties
@@ -95,7 +115,7 @@ func (c *coalescer) take() *wire.AttemptUp {
 	case len(c.frames) > 1:
 		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Frames: c.frames}}}
 	}
-	c.events, c.frames, c.bytes = nil, nil, 0
+	c.events, c.frames, c.bytes, c.held = nil, nil, 0, false
 	return m
 }
 

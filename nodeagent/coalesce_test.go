@@ -2,6 +2,9 @@ package nodeagent
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/nodeagent/providers/openai"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -148,4 +152,57 @@ func TestHeldItemsBounded(t *testing.T) {
 			t.Fatalf("stalled tunnel sent %q", got)
 		}
 	})
+}
+
+// TestOneReadOneMessage: with a real upstream, what one read of its body
+// produced goes to the edge as one message, sent before the provider
+// waits for the next read — the events of a burst together, a slow
+// token on its own, never held across a wait.
+func TestOneReadOneMessage(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(content string) string {
+			return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` + content + `"},"finish_reason":null}]}` + "\n\n"
+		}
+		_, _ = io.WriteString(w, chunk("a")+chunk("b")+chunk("c")) // a burst: one read
+		_ = http.NewResponseController(w).Flush()
+		<-release // the next token is slow
+		_, _ = io.WriteString(w, chunk("d"))
+		_ = http.NewResponseController(w).Flush()
+		<-release
+		_, _ = io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	p := openai.New(openai.Config{BaseURL: up.URL + "/v1"})
+	env := newBridgeEnv(t, p, DefaultCloseGrace)
+	sent := make(chan *wire.AttemptUp, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := runReq(0)
+		req.Stream = true
+		env.bridge.Run(context.Background(), nil, req, func(m *wire.AttemptUp) error { sent <- m; return nil })
+	}()
+	next := func() string {
+		select {
+		case m := <-sent:
+			return shapes([]*wire.AttemptUp{m})[0]
+		case <-time.After(5 * time.Second):
+			t.Fatal("no message: something was held across a wait")
+			return ""
+		}
+	}
+	if got := next(); got != "start+start+delta+delta+delta" {
+		t.Fatalf("first read went as %q", got)
+	}
+	release <- struct{}{}
+	if got := next(); got != "delta" {
+		t.Fatalf("the slow token went as %q", got)
+	}
+	close(release)
+	if got := next(); got != "complete" {
+		t.Fatalf("the end went as %q", got)
+	}
+	<-done
 }

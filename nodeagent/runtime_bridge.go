@@ -18,6 +18,7 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/tracing"
+	"github.com/iopgw/iop/nodeagent/providers/httpx"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -176,7 +177,7 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 	spec := attemptSpec[execution.RunEvent]{
 		path: execution.ExecutionPathNormalized, id: id, desc: desc, provider: p, sess: sess,
 		timeout: time.Duration(req.ResponseStallTimeoutMS) * time.Millisecond, sink: em,
-		exec:     func(ctx context.Context) error { return p.Execute(ctx, req, em) },
+		exec:     func(ctx context.Context) error { return p.Execute(httpx.WithReadHook(ctx, out.beforeRead), req, em) },
 		terminal: runTerminal,
 		stalled: func(v stallVerdict) execution.RunEvent {
 			return execution.RunEvent{Type: execution.EventTypeError, Error: v.errorText(), Failure: v.failure()}
@@ -225,7 +226,7 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 	spec := attemptSpec[execution.ProviderTunnelFrame]{
 		path: execution.ExecutionPathProviderTunnel, id: id, desc: desc, provider: p, sess: sess,
 		timeout: time.Duration(timeoutMS) * time.Millisecond, sink: em,
-		exec:     func(ctx context.Context) error { return exec(ctx, em) },
+		exec:     func(ctx context.Context) error { return exec(httpx.WithReadHook(ctx, out.beforeRead), em) },
 		terminal: frameTerminal,
 		stalled: func(v stallVerdict) execution.ProviderTunnelFrame {
 			return execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: v.errorText(), Failure: v.failure()}
@@ -247,27 +248,43 @@ type outbound struct {
 	providerID string
 	span       trace.Span // the node's span of the attempt
 	sendMsg    func(*wire.AttemptUp) error
-	co         coalescer
-	sendErr    error
+
+	mu      sync.Mutex // the provider's read hook runs outside the emitter's lock
+	co      coalescer
+	sendErr error
 }
 
 // event sends (or holds) one normalized event.
 func (o *outbound) event(m *wire.RunEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.co.events = append(o.co.events, m)
-	if o.co.add(o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())) {
+	if o.co.add(o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())) {
 		o.flush()
 	}
 }
 
 // frame sends (or holds) one tunnel frame.
 func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.co.frames = append(o.co.frames, m)
 	if o.co.add(o.co.heldFrame(m), len(m.GetBody())) {
 		o.flush()
 	}
 }
 
-// flush sends what is held as one message.
+// beforeRead is the provider's read hook: what its last read produced
+// goes out before it waits on the upstream again.
+func (o *outbound) beforeRead() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.co.beforeRead() {
+		o.flush()
+	}
+}
+
+// flush sends what is held as one message (under o.mu).
 func (o *outbound) flush() {
 	if m := o.co.take(); m != nil {
 		o.send(func() error { return o.sendMsg(m) })

@@ -17,13 +17,18 @@ func Scan(src io.Reader, f Format, max int, fn func(Event) bool) error {
 			stopped = true
 		}
 	}
-	buf := make([]byte, 32<<10)
+	// A token stream's reads are small, and an open stream keeps its
+	// buffer while it waits: start small, grow once a read fills it.
+	buf := make([]byte, 4<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			r.Feed(buf[:n], call)
 			if stopped {
 				return nil
+			}
+			if n == len(buf) && n < 32<<10 {
+				buf = make([]byte, 32<<10)
 			}
 		}
 		if err != nil {

@@ -40,6 +40,7 @@ func Run(ctx context.Context, c *http.Client, url, accept string, header map[str
 		return nil
 	}
 	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, Model: model})
+	resp.Body = hooked(ctx, resp.Body)
 	return read(resp)
 }
 

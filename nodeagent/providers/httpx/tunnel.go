@@ -62,10 +62,11 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	defer resp.Body.Close()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
+	body := hooked(ctx, resp.Body)
 	buf := newReadBuf()
 	defer func() { buf.release() }()
 	for {
-		n, rerr := resp.Body.Read(*buf.b)
+		n, rerr := body.Read(*buf.b)
 		if n > 0 {
 			chunk := append([]byte(nil), (*buf.b)[:n]...)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
