@@ -30,7 +30,7 @@ type goalTable struct {
 func goals(vs []variant, res results, streams, trunc float64) string {
 	g := &goalTable{res: res}
 	for _, v := range vs {
-		if strings.HasPrefix(v.label, "iop ") {
+		if strings.Contains(v.label, "iop ") {
 			g.labels = append(g.labels, v.label)
 		}
 	}

@@ -156,7 +156,7 @@ func render(env string, pl plan, vs []variant, res results, chunks int) report {
 				trunc += x
 			}
 		}
-		if strings.HasPrefix(v.label, "iop") {
+		if strings.Contains(v.label, "iop ") {
 			iopStreams, iopTrunc = iopStreams+streams, iopTrunc+trunc
 		}
 		t.rows = append(t.rows, []string{v.label, fmt.Sprintf("%.0f", streams), fmt.Sprintf("%.0f", trunc)})

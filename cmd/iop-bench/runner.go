@@ -69,6 +69,7 @@ func runBench(ctx context.Context, args []string) error {
 	portkeyDir := fs.String("portkey", "", "directory with node_modules/@portkey-ai/gateway (empty: skip the peer)")
 	out := fs.String("out", "", "write the Markdown report here (and the plot next to it)")
 	chunks := fs.Int("chunks", 32, "content chunks per stream")
+	baseline := fs.String("baseline", "", "an earlier iop binary, measured side by side (variants labelled \"before: …\")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,21 +103,20 @@ func runBench(ctx context.Context, args []string) error {
 		return proxySystem(px, addr), nil
 	}
 	defer proxy.stop()
-	dev, err := startIOPDev(ctx, *iop, dir, upAddr)
+	variants := []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}}
+	current, stopCurrent, err := iopVariants(ctx, *iop, dir, upAddr, pl, "")
 	if err != nil {
 		return err
 	}
-	defer dev.stop()
-	dev.fresh = func(ctx context.Context) (*system, error) { return startIOPDev(ctx, *iop, freshDir(dir), upAddr) }
-	variants := []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}, {"iop dev normalized", dev, "n"}, {"iop dev tunnel", dev, "t"}}
-	if !pl.skipSplit {
-		split, err := startIOPSplit(ctx, *iop, dir, upAddr)
+	defer stopCurrent()
+	variants = append(variants, current...)
+	if *baseline != "" {
+		before, stop, err := iopVariants(ctx, *baseline, dir, upAddr, pl, "before: ")
 		if err != nil {
 			return err
 		}
-		defer split.stop()
-		split.fresh = func(ctx context.Context) (*system, error) { return startIOPSplit(ctx, *iop, freshDir(dir), upAddr) }
-		variants = append(variants, variant{"iop split normalized", split, "n"}, variant{"iop split tunnel", split, "t"})
+		defer stop()
+		variants = append(variants, before...)
 	}
 	if !pl.skipPortkey && *portkeyDir != "" {
 		pk, err := startPortkey(ctx, *portkeyDir, upAddr)
@@ -172,6 +172,34 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	return os.WriteFile(svgPath(*out), []byte(report.svg), 0o644)
+}
+
+// iopVariants starts iop dev (and split, unless the plan skips it) from
+// binary bin, labelled with prefix.
+func iopVariants(ctx context.Context, bin, dir, upAddr string, pl plan, prefix string) ([]variant, func(), error) {
+	dir = freshDir(dir)
+	dev, err := startIOPDev(ctx, bin, dir, upAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	dev.fresh = func(ctx context.Context) (*system, error) { return startIOPDev(ctx, bin, freshDir(dir), upAddr) }
+	vs := []variant{{prefix + "iop dev normalized", dev, "n"}, {prefix + "iop dev tunnel", dev, "t"}}
+	stops := []func(){dev.stop}
+	if !pl.skipSplit {
+		split, err := startIOPSplit(ctx, bin, dir, upAddr)
+		if err != nil {
+			dev.stop()
+			return nil, nil, err
+		}
+		split.fresh = func(ctx context.Context) (*system, error) { return startIOPSplit(ctx, bin, freshDir(dir), upAddr) }
+		vs = append(vs, variant{prefix + "iop split normalized", split, "n"}, variant{prefix + "iop split tunnel", split, "t"})
+		stops = append(stops, split.stop)
+	}
+	return vs, func() {
+		for _, s := range stops {
+			s()
+		}
+	}, nil
 }
 
 func proxySystem(px *proc, addr string) *system {
