@@ -96,6 +96,13 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if !failed && (mode == AccessErrors || g.config().Log.AccessSample < 1 && rand.Float64() >= g.config().Log.AccessSample) {
 			return err
 		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		if !g.log.Enabled(c.Request().Context(), level) {
+			return err // the log level drops the line: build nothing
+		}
 		attrs := []slog.Attr{
 			slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
 			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
@@ -110,10 +117,6 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 				attrs = append(attrs, slog.Int64("prompt_tokens", u.PromptTokens), slog.Int64("completion_tokens", u.CompletionTokens),
 					slog.Int64("total_tokens", u.TotalTokens))
 			}
-		}
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelWarn
 		}
 		g.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
 		return err

@@ -389,8 +389,3 @@ func codeString(v any) string {
 	}
 	return ""
 }
-
-func nonEmpty(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) > 0 && string(t) != "null"
-}
