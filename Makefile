@@ -7,7 +7,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 BIN         := bin/iop
 
-.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps bench bench-quick fuzz fuzz-pr soak
+.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps bench bench-quick bench-allocs fuzz fuzz-pr soak
 
 # The JavaScript clients of the conformance suite (pinned by package-lock).
 JS_DIR := conformance/testdata/js
@@ -99,14 +99,23 @@ proto:
 		--go-grpc_out=wire --go-grpc_opt=paths=source_relative wire/nodelink.proto
 
 # Benchmarks: iop against a direct connection, a naive Go reverse proxy and
-# a peer gateway (Portkey), all on 127.0.0.1, written to docs/benchmarks.md.
+# a peer gateway (Portkey), all on 127.0.0.1, written to docs/benchmarks.md,
+# with the goal table (pass/fail per cell). BASELINE=path/to/older/iop adds
+# that binary's figures to the same run ("before:" rows).
 PEER_DIR := cmd/iop-bench/testdata/peer
 
-bench: build
+bench: build bench-allocs
 	npm ci --prefix $(PEER_DIR) --no-audit --no-fund
 	$(GO) build -o bin/iop-bench ./cmd/iop-bench
-	./bin/iop-bench run -iop $(BIN) -portkey $(PEER_DIR) -out docs/benchmarks.md
+	./bin/iop-bench run -iop $(BIN) -portkey $(PEER_DIR) -out docs/benchmarks.md $(if $(BASELINE),-baseline $(BASELINE))
+
+# Allocation benchmarks of the per-request and per-chunk paths (time and
+# allocations per operation), so regressions show in review.
+bench-allocs:
+	$(GO) test -run '^$$' -bench 'BenchmarkGateway|BenchmarkObserveChat|BenchmarkChatStreamAppend' -benchmem -benchtime 2000x \
+		./internal/testing/e2e ./codec/eventstream ./codec/openai
+	$(GO) test -run '^$$' -bench 'BenchmarkOpenStreams' -benchtime 1x ./internal/testing/e2e
 
 bench-quick: build
 	$(GO) build -o bin/iop-bench ./cmd/iop-bench
-	./bin/iop-bench run -quick -iop $(BIN)
+	./bin/iop-bench run -quick -iop $(BIN) $(if $(BASELINE),-baseline $(BASELINE))

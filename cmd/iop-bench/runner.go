@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -132,6 +134,11 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 	env := environment()
+	if *baseline != "" {
+		if out, err := exec.CommandContext(ctx, *baseline, "version").Output(); err == nil {
+			env += fmt.Sprintf("; \"before:\" rows are `%s`, \"iop\" rows `%s`", strings.TrimSpace(string(out)), iopVersion(ctx, *iop))
+		}
+	}
 	res := results{}
 	for _, v := range variants {
 		rss, _ := v.sys.mem()
@@ -200,6 +207,15 @@ func iopVariants(ctx context.Context, bin, dir, upAddr string, pl plan, prefix s
 			s()
 		}
 	}, nil
+}
+
+// iopVersion is what bin says of its version.
+func iopVersion(ctx context.Context, bin string) string {
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func proxySystem(px *proc, addr string) *system {

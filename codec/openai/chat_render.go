@@ -116,7 +116,7 @@ func (s *ChatStream) head() answerHead {
 // hot path, so it appends the JSON directly (no reflection); the bytes
 // are exactly those of sseData(chunkWire{…}) (TestChunkMatchesReflection).
 func (s *ChatStream) chunk(d deltaWire, finish *string) []byte {
-	b := make([]byte, 0, 160+len(s.ID)+len(s.Model)+len(d.ReasoningContent)+len(deref(d.Content)))
+	b := make([]byte, 0, 256+len(s.ID)+len(s.Model)+len(d.ReasoningContent)+len(deref(d.Content)))
 	b = append(b, `data: {"id":`...)
 	b = jsonstrict.AppendString(b, s.ID)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)

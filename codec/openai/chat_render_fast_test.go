@@ -1,6 +1,10 @@
 package openai
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/iopgw/iop/execution"
+)
 
 // TestChunkMatchesReflection: the append-style chunk renderer writes
 // exactly what encoding the chunk struct writes, for every delta shape.
@@ -31,5 +35,20 @@ func TestChunkMatchesReflection(t *testing.T) {
 				t.Errorf("chunk:\n got %s\nwant %s", got, want)
 			}
 		}
+	}
+}
+
+// BenchmarkChatStreamAppend renders a translated stream's content chunks
+// (the edge's per-chunk work on the normalized path).
+func BenchmarkChatStreamAppend(b *testing.B) {
+	s := NewChatStream("chatcmpl-1", "model", 1700000000, true)
+	ev := execution.RunEvent{Type: execution.EventTypeDelta, Delta: "token text "}
+	dst := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = s.Append(dst[:0], ev)
+	}
+	if len(dst) == 0 {
+		b.Fatal("nothing rendered")
 	}
 }
