@@ -131,3 +131,25 @@ func (g *goalTable) rowIf(applies func(string) bool, goal, target string, cell f
 	}
 	g.rows = append(g.rows, r)
 }
+
+// translationNote says what the translated path costs against the
+// tunnel in this run, and why.
+func translationNote(res results) string {
+	var b strings.Builder
+	b.WriteString("## What translation costs, and why\n\n")
+	b.WriteString("The normalized (translated) path does work the tunnel does not: the node decodes every upstream chunk's JSON into events " +
+		"(text, reasoning and tool-call deltas, usage, the answer's identity), joining UTF-16 surrogate pairs an upstream splits across chunks; " +
+		"each event crosses the node link as a protobuf message (the events of one upstream read as one message); and the edge renders each " +
+		"event in the client's format (Chat chunks appended without reflection, Responses events, Ollama lines), where the tunnel forwards " +
+		"the upstream's bytes and only observes them. A non-stream request is asked of the upstream as a stream, so a stall is detected " +
+		"while the answer is generated, and is rendered as one JSON answer at the end: it costs about what the same answer streamed costs " +
+		"(the goal row below).")
+	for _, sys := range []string{"iop dev", "iop split"} {
+		n, ok1 := res.median(sys+" normalized", "cpu_us_per_chunk")
+		t, ok2 := res.median(sys+" tunnel", "cpu_us_per_chunk")
+		if ok1 && ok2 && t > 0 {
+			fmt.Fprintf(&b, " In this run, %s: %.1f µs of CPU per chunk translated against %.1f µs tunnelled (%.1f×).", sys, n, t, n/t)
+		}
+	}
+	return b.String() + "\n\n"
+}

@@ -163,6 +163,7 @@ func render(env string, pl plan, vs []variant, res results, chunks int) report {
 	}
 	b.WriteString(t.String() + "\n")
 
+	b.WriteString(translationNote(res))
 	b.WriteString(goals(vs, res, iopStreams, iopTrunc))
 	return report{markdown: b.String(), svg: plot(vs, res)}
 }
