@@ -34,8 +34,13 @@ func scenarios(pl plan, chunks int) []scenario {
 			r.add(v.label, "errors", float64(res.errors))
 		}},
 		{"throughput c=64", func(ctx context.Context, v variant, r results) {
+			before := v.sys.cpu()
 			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 64, duration: pl.thrDuration})
+			cpu := v.sys.cpu() - before
 			r.add(v.label, "rps64", float64(len(res.latency))/res.elapsed.Seconds())
+			if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
+				r.add(v.label, "cpu_us_per_req64", float64(cpu)/1e3/float64(n))
+			}
 			r.add(v.label, "errors", float64(res.errors))
 		}},
 		{"streams c=64", func(ctx context.Context, v variant, r results) {

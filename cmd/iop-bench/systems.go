@@ -73,6 +73,7 @@ nodes: [{id: bench-node, token: bench-token}]
 log: {level: error}
 queue: {max_length: 100000}
 limits: {write_timeout: 120s}
+node_limits: {max_capacity: 100000}
 `, listen, nodeListen)
 	nodeBody := fmt.Sprintf(`node_id: bench-node
 token: bench-token
@@ -86,6 +87,7 @@ log: {level: error}
   log: {level: error}
   queue: {max_length: 100000}
   limits: {write_timeout: 120s}
+  node_limits: {max_capacity: 100000}
 node:
   log: {level: error}
 `, listen) + providers
