@@ -208,8 +208,14 @@ func holdStreams(ctx context.Context, t target, n int) (cancel func(), err error
 	c := newClient(n)
 	ready := make(chan error, n)
 	var wg sync.WaitGroup
+	// Open in waves of at most 256 at a time: the figure is memory per
+	// open stream, not how a system takes a burst of thousands of new
+	// connections in the same millisecond.
+	opening := make(chan struct{}, 256)
 	for range n {
+		opening <- struct{}{}
 		wg.Go(func() {
+			opened := func(err error) { ready <- err; <-opening }
 			req, _ := http.NewRequestWithContext(hctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body(t.model, true)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer sk-bench")
@@ -218,19 +224,23 @@ func holdStreams(ctx context.Context, t target, n int) (cancel func(), err error
 			}
 			resp, err := c.Do(req)
 			if err != nil {
-				ready <- err
+				opened(err)
 				return
 			}
 			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				opened(fmt.Errorf("status %d", resp.StatusCode))
+				return
+			}
 			br := bufio.NewReader(resp.Body)
 			for {
 				line, err := br.ReadString('\n')
 				if err != nil {
-					ready <- err
+					opened(err)
 					return
 				}
 				if strings.Contains(line, `"content":"x`) {
-					ready <- nil
+					opened(nil)
 					break
 				}
 			}
