@@ -192,20 +192,20 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	if done {
 		return streamgate.Item{}, io.EOF
 	}
-	m, err := a.next()
-	if err != nil {
+	ev, fr, m, err := a.next()
+	switch {
+	case err != nil:
 		a.span.SetStatus(codes.Error, "node link")
 		a.release()
 		return streamgate.Item{}, fmt.Errorf("node link: %w", err)
-	}
-	switch msg := m.Msg.(type) {
-	case *wire.AttemptUp_Event:
-		return a.event(msg.Event), nil
-	case *wire.AttemptUp_Frame:
-		return a.frame(msg.Frame), nil
-	case *wire.AttemptUp_CommandResult:
-		f := execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: msg.CommandResult.GetError(),
-			Failure: execution.NewFailure(execution.FailureCode(msg.CommandResult.GetErrorCode()), msg.CommandResult.GetError())}
+	case ev != nil:
+		return a.event(ev), nil
+	case fr != nil:
+		return a.frame(fr), nil
+	case m.GetCommandResult() != nil:
+		cr := m.GetCommandResult()
+		f := execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: cr.GetError(),
+			Failure: execution.NewFailure(execution.FailureCode(cr.GetErrorCode()), cr.GetError())}
 		f.Failure = a.terminal(f.Failure)
 		return streamgate.Item{Frame: &f}, nil
 	}
@@ -213,32 +213,34 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	return streamgate.Item{}, errors.New("node link: unexpected message")
 }
 
-// next is the attempt's next message: the next item of a batch being
-// read, or the next message on the stream. A batch's items become single
-// messages; an empty batch is skipped.
-func (a *edgeAttempt) next() (*wire.AttemptUp, error) {
+// next is the attempt's next item: an event or a frame — the next one of
+// a batch being read, or a message's own — or any other message m. An
+// empty batch is skipped.
+func (a *edgeAttempt) next() (ev *wire.RunEvent, f *wire.ProviderTunnelFrame, m *wire.AttemptUp, err error) {
 	for {
 		if len(a.events) > 0 {
-			ev := a.events[0]
-			a.events[0], a.events = nil, a.events[1:]
-			return &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: ev}}, nil
+			ev, a.events[0], a.events = a.events[0], nil, a.events[1:]
+			return ev, nil, nil, nil
 		}
 		if len(a.frames) > 0 {
-			f := a.frames[0]
-			a.frames[0], a.frames = nil, a.frames[1:]
-			return &wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: f}}, nil
+			f, a.frames[0], a.frames = a.frames[0], nil, a.frames[1:]
+			return nil, f, nil, nil
 		}
-		m, err := a.conn.recv()
-		if err != nil {
-			return nil, err
+		if m, err = a.conn.recv(); err != nil {
+			return nil, nil, nil, err
 		}
-		b, ok := m.Msg.(*wire.AttemptUp_Batch)
-		if !ok {
-			return m, nil
-		}
-		a.events, a.frames = b.Batch.GetEvents(), b.Batch.GetFrames()
-		if len(a.events) > 0 && len(a.frames) > 0 {
-			return nil, errors.New("a batch mixed events and frames")
+		switch msg := m.Msg.(type) {
+		case *wire.AttemptUp_Event:
+			return msg.Event, nil, nil, nil
+		case *wire.AttemptUp_Frame:
+			return nil, msg.Frame, nil, nil
+		case *wire.AttemptUp_Batch:
+			a.events, a.frames = msg.Batch.GetEvents(), msg.Batch.GetFrames()
+			if len(a.events) > 0 && len(a.frames) > 0 {
+				return nil, nil, nil, errors.New("a batch mixed events and frames")
+			}
+		default:
+			return nil, nil, m, nil
 		}
 	}
 }
