@@ -273,24 +273,23 @@ func int64Field(v *fastjson.Value, keys ...string) *int64 {
 }
 
 // usageOf reads a usage object in Chat (prompt/completion) or Responses
-// (input/output) naming; a missing total is the sum of its parts.
+// (input/output) naming, by the same rules as Usage.TokenUsage.
 func usageOf(u *fastjson.Value) *execution.TokenUsage {
-	out := &execution.TokenUsage{PromptTokens: u.GetInt64("prompt_tokens") + u.GetInt64("input_tokens"),
-		CompletionTokens: u.GetInt64("completion_tokens") + u.GetInt64("output_tokens"), TotalTokens: u.GetInt64("total_tokens")}
+	w := Usage{PromptTokens: u.GetInt64("prompt_tokens"), CompletionTokens: u.GetInt64("completion_tokens"),
+		InputTokens: u.GetInt64("input_tokens"), OutputTokens: u.GetInt64("output_tokens"), TotalTokens: u.GetInt64("total_tokens")}
 	if d := u.Get("prompt_tokens_details"); present(d) {
-		out.CachedTokens = d.GetInt64("cached_tokens")
-	} else {
-		out.CachedTokens = u.GetInt64("input_tokens_details", "cached_tokens")
+		w.PromptTokensDetails = &CachedDetails{d.GetInt64("cached_tokens")}
+	}
+	if d := u.Get("input_tokens_details"); present(d) {
+		w.InputTokensDetails = &CachedDetails{d.GetInt64("cached_tokens")}
 	}
 	if d := u.Get("completion_tokens_details"); present(d) {
-		out.ReasoningTokens = d.GetInt64("reasoning_tokens")
-	} else {
-		out.ReasoningTokens = u.GetInt64("output_tokens_details", "reasoning_tokens")
+		w.CompletionTokensDetails = &ReasoningDetails{d.GetInt64("reasoning_tokens")}
 	}
-	if out.TotalTokens == 0 {
-		out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	if d := u.Get("output_tokens_details"); present(d) {
+		w.OutputTokensDetails = &ReasoningDetails{d.GetInt64("reasoning_tokens")}
 	}
-	return out
+	return w.TokenUsage()
 }
 
 // valueString is a code or param as text: a string as is, a number in

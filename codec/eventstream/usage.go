@@ -9,23 +9,25 @@ import (
 // Usage is a usage object as OpenAI-style upstreams send it, in Chat
 // Completions (prompt/completion) or Responses (input/output) naming.
 type Usage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	InputTokens         int64 `json:"input_tokens"`
-	OutputTokens        int64 `json:"output_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	InputTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-	OutputTokensDetails *struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
+	PromptTokens            int64             `json:"prompt_tokens"`
+	CompletionTokens        int64             `json:"completion_tokens"`
+	InputTokens             int64             `json:"input_tokens"`
+	OutputTokens            int64             `json:"output_tokens"`
+	TotalTokens             int64             `json:"total_tokens"`
+	PromptTokensDetails     *CachedDetails    `json:"prompt_tokens_details"`
+	InputTokensDetails      *CachedDetails    `json:"input_tokens_details"`
+	CompletionTokensDetails *ReasoningDetails `json:"completion_tokens_details"`
+	OutputTokensDetails     *ReasoningDetails `json:"output_tokens_details"`
+}
+
+// CachedDetails are the prompt (input) token details.
+type CachedDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// ReasoningDetails are the completion (output) token details.
+type ReasoningDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // TokenUsage converts u; a missing total is the sum of its parts.
