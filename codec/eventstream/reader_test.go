@@ -196,3 +196,25 @@ func FuzzObserver(f *testing.F) {
 		}
 	})
 }
+
+// TestReadBufGrows: a pump's buffer starts small and moves to the large
+// one only after a read filled it.
+func TestReadBufGrows(t *testing.T) {
+	b := NewReadBuf()
+	defer func() { b.Release() }()
+	if len(b.Bytes()) != smallRead {
+		t.Fatalf("starts at %d bytes", len(b.Bytes()))
+	}
+	b.Grow(100)
+	if len(b.Bytes()) != smallRead {
+		t.Fatalf("a short read grew it to %d", len(b.Bytes()))
+	}
+	b.Grow(smallRead)
+	if len(b.Bytes()) != largeRead {
+		t.Fatalf("a full read left it at %d", len(b.Bytes()))
+	}
+	b.Grow(largeRead)
+	if len(b.Bytes()) != largeRead {
+		t.Fatalf("the large buffer changed to %d", len(b.Bytes()))
+	}
+}

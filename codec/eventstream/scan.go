@@ -17,19 +17,16 @@ func Scan(src io.Reader, f Format, max int, fn func(Event) bool) error {
 			stopped = true
 		}
 	}
-	// A token stream's reads are small, and an open stream keeps its
-	// buffer while it waits: start small, grow once a read fills it.
-	buf := make([]byte, 4<<10)
+	buf := NewReadBuf()
+	defer func() { buf.Release() }()
 	for {
-		n, err := src.Read(buf)
+		n, err := src.Read(buf.Bytes())
 		if n > 0 {
-			r.Feed(buf[:n], call)
+			r.Feed(buf.Bytes()[:n], call)
 			if stopped {
 				return nil
 			}
-			if n == len(buf) && n < 32<<10 {
-				buf = make([]byte, 32<<10)
-			}
+			buf.Grow(n)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
