@@ -36,6 +36,13 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 			Message: "The response was blocked by the gateway's content filter."}, &o)
 		return false
 	}
+	if o.kind == outStall {
+		health := execution.HealthUnknown
+		if o.confirmed {
+			health = o.health // only a confirmed handoff carries evidence
+		}
+		rt.avoid.stall(o.providerID, health)
+	}
 	if rt.resp.State() != TransportUncommitted {
 		if rt.resume(ctx, o, dreq) {
 			return true
@@ -150,25 +157,22 @@ func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *D
 		rt.modelRetries++
 		dreq.Exclude = failed
 		if class == ClassStall {
-			// The contract's re-admission: the stalled provider is avoided,
-			// kept only on exact available evidence.
+			// The contract's re-admission: the stalled provider is not
+			// excluded but avoided (rt.avoid), kept only on exact
+			// available evidence.
 			dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
-			dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, available
 		}
 		return routeOther, 0
 	}
 	if onModel && class != ClassStall {
 		rt.modelRetries++
 		dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
-		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = "", false
 		return routeSame, max(pol.backoff(rt.modelRetries, class), ra)
 	}
 	if rt.fallback(dreq) {
-		if class == ClassStall {
-			// A provider silent for a whole stall timeout is the worst
-			// candidate, for the fallback model too.
-			dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, available
-		}
+		// A provider silent for a whole stall timeout stays the worst
+		// candidate on the fallback model too: rt.avoid binds every
+		// dispatch of the request.
 		return routeFallback, 0
 	}
 	if onModel && available {
@@ -176,7 +180,6 @@ func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *D
 		// provider, only on exact available evidence.
 		rt.modelRetries++
 		dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
-		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = o.providerID, true
 		return routeSame, 0
 	}
 	return routeEnd, 0
@@ -184,7 +187,7 @@ func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *D
 
 // others counts the model's eligible providers outside failed.
 func (rt *runtime) others(dreq *DispatchRequest, failed []string) int {
-	return rt.cfg.Dispatcher.Candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed}).Alternates
+	return rt.candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed}).Alternates
 }
 
 // policy is the retry policy of model.

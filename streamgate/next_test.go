@@ -101,6 +101,7 @@ func decideOnce(o outcome, committed bool, alternates int, fallback, retriesSpen
 		}
 		return "end: "
 	}
+	dreq = rt.avoid.bind(dreq) // what the next dispatch asks for
 	s := "→ " + dreq.Model + "@" + strings.Join(dreq.Exclude, ",")
 	if dreq.AvoidProviderID != "" {
 		s += " avoiding " + dreq.AvoidProviderID

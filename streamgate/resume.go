@@ -46,9 +46,9 @@ func (rt *runtime) resume(ctx context.Context, o outcome, dreq *DispatchRequest)
 	work, err := rt.req.Continue(dreq.Model, rs.text.String())
 	if err == nil {
 		next.Work = work
-		next.Prefill, next.Exclude, next.AvoidProviderID, next.AllowAvoidedProviderFallback = true, slices.Clone(rs.failed), "", false
+		next.Prefill, next.Exclude = true, slices.Clone(rs.failed)
 	}
-	if err != nil || rt.cfg.Dispatcher.Candidates(next).Alternates == 0 {
+	if err != nil || rt.candidates(next).Alternates == 0 {
 		rs.active = true // fallback() builds continuations from here on
 		if !rt.fallback(&next) {
 			rt.cfg.Metrics.resumes.WithLabelValues("no_candidate").Inc()
@@ -64,8 +64,15 @@ func (rt *runtime) resume(ctx context.Context, o outcome, dreq *DispatchRequest)
 	rs.active, rs.usage = true, rt.sum.Usage
 	rt.sum.Resumes++
 	rt.cfg.Metrics.resumes.WithLabelValues("continued").Inc()
-	rt.cfg.Log.Info("resuming a cut stream", "request_id", rt.req.RequestID, "failed_provider", o.providerID,
-		"failure", classify(o).String(), "model", next.Model, "delivered_bytes", rs.text.Len())
+	if o.kind == outStall {
+		// The same recovery cycle as a replay: eligible now, its result
+		// from the continuation's dispatch.
+		rt.stallObserved(o, eligibilityEligible)
+	}
+	// Closed fields only (the recovery log's leakage rules): no request,
+	// provider or model identifier.
+	rt.cfg.Log.Info("resuming a cut stream", "execution_path", closed(paths, o.path, "unknown"),
+		"failure", classify(o).String(), "delivered_bytes", rs.text.Len())
 	*dreq = next
 	return true
 }
@@ -83,7 +90,11 @@ func (rt *runtime) canResume(ctx context.Context, o outcome, model string) bool 
 		return false
 	}
 	switch o.kind {
-	case outStall, outAbnormal, outTransport:
+	case outStall:
+		// The contract's handoff gate, as for a replay (less the commit,
+		// which a resume is for): a confirmed handoff, the fence released.
+		return replayGate(false, false, false, true, o) == ""
+	case outAbnormal, outTransport:
 		return true
 	case outUpstream:
 		return o.upstream == nil || o.upstream.Status == 0 || o.upstream.Status >= http.StatusInternalServerError ||

@@ -167,6 +167,7 @@ type runtime struct {
 	cur           *attemptRun // the latest attempt (the one that committed, if any)
 	lastFail      *outcome    // the last failed attempt, answered if no other attempt can start
 	rs            resumeState
+	avoid         avoidance // stall evidence, bound to every dispatch of the request
 	start         time.Time
 	sum           Summary
 }
@@ -183,6 +184,7 @@ func (rt *runtime) run(ctx context.Context) {
 			// reached a provider, so fail over like a refused connection.
 			rt.attempts++
 			rt.cfg.Metrics.attempts.WithLabelValues(outTransport.String()).Inc()
+			rt.cycleResult(resultDispatchFailed) // a stall's re-dispatch ends its cycle here
 			if rt.next(ctx, outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", cause: causeDispatch}, &dreq) {
 				continue
 			}
@@ -208,7 +210,7 @@ func (rt *runtime) run(ctx context.Context) {
 // one has no provider.
 func (rt *runtime) dispatch(ctx context.Context, dreq *DispatchRequest) (Attempt, error) {
 	for {
-		att, err := rt.cfg.Dispatcher.Dispatch(ctx, *dreq)
+		att, err := rt.cfg.Dispatcher.Dispatch(ctx, rt.avoid.bind(*dreq))
 		if err == nil {
 			rt.cycleResult(resultRedispatched)
 			return att, nil
@@ -236,7 +238,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		if rt.rs.active {
 			next.Prefill, next.Exclude = true, slices.Clone(rt.rs.failed)
 		}
-		if rt.cfg.Dispatcher.Candidates(next).Alternates == 0 {
+		if rt.candidates(next).Alternates == 0 {
 			continue // nothing serves it now: the next one
 		}
 		*dreq = next
@@ -245,6 +247,12 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		return true
 	}
 	return false
+}
+
+// candidates counts who could serve r now, under the request's stall
+// evidence.
+func (rt *runtime) candidates(r DispatchRequest) Candidates {
+	return rt.cfg.Dispatcher.Candidates(rt.avoid.bind(r))
 }
 
 func (rt *runtime) endBudget() {
