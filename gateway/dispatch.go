@@ -282,12 +282,9 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 	a.mu.Lock()
 	a.terminated = true
 	a.mu.Unlock()
-	release := true
 	if f != nil && f.Code == execution.FailureCodeResponseStalled {
-		v := a.pool.AcceptStall(a.lease, a.conn.reception, f)
-		f, release = v.Failure, v.ReleaseLease
-	}
-	if release {
+		f = a.pool.AcceptStall(a.lease, a.conn.reception, f, a.release).Failure
+	} else {
 		a.release()
 	}
 	a.conn.end()

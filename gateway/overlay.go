@@ -35,14 +35,30 @@ type StallVerdict struct {
 // AcceptStall validates a stall terminal received on reception for lease
 // l. The observation is projected provider-wide only when the reception
 // matches the lease, the local attempt fence is confirmed, the metadata
-// binds to the lease's adapter and target, and the sequence is strictly
-// newer than the last applied for the key; only a fresh unavailable
-// lowers the overlay. It never authorizes retry.
-func (p *Pool) AcceptStall(l *Lease, r Reception, f *execution.ExecutionFailure) StallVerdict {
+// binds to the lease's adapter and target, the liveness_classification /
+// provider_health pair is one of the three exact pairs, and the sequence
+// is strictly newer than the last applied for the key; only a fresh
+// unavailable lowers the overlay. It never authorizes retry.
+//
+// release is called once when the verdict releases the lease (every case
+// but a reception-owner mismatch), after the decision and before the
+// health observation is delivered: the contract orders delivery after
+// decision, release and queue pump, outside the pool lock, so a slow
+// observer never delays the slot's release.
+func (p *Pool) AcceptStall(l *Lease, r Reception, f *execution.ExecutionFailure, release func()) StallVerdict {
+	v, obs := p.decideStall(l, r, f)
+	if v.ReleaseLease && release != nil {
+		release()
+	}
+	p.observer.observe(obs)
+	return v
+}
+
+// decideStall is AcceptStall's decision and the observation it yields.
+func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure) (StallVerdict, healthObservation) {
 	out := &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Message: execution.StalledMessage, Retryable: f.Retryable}
 	if !l.Owns(r) {
-		p.observer.observe(healthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"})
-		return StallVerdict{Failure: out, ReleaseLease: false}
+		return StallVerdict{Failure: out}, healthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"}
 	}
 	md := f.Metadata
 	health := execution.HealthStatus(md[execution.MetadataKeyProviderHealth])
@@ -51,65 +67,76 @@ func (p *Pool) AcceptStall(l *Lease, r Reception, f *execution.ExecutionFailure)
 	if fence != "" {
 		out.Metadata[execution.MetadataKeyAttemptFence] = fence
 	}
+	released := StallVerdict{Failure: out, ReleaseLease: true}
 	seq, seqErr := strconv.ParseUint(md[execution.MetadataKeyHealthObservationSeq], 10, 64)
 	switch {
-	case !health.Valid() || execution.ProviderHealth(md[execution.MetadataKeyLivenessClassification]).Status() != health ||
-		md[execution.MetadataKeyLivenessClassification] == "" || fence == "":
-		p.observer.observe(healthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"})
-		return StallVerdict{Failure: out, ReleaseLease: true}
+	case !exactPair(md[execution.MetadataKeyLivenessClassification], health) || fence == "":
+		return released, healthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"}
 	case md[execution.MetadataKeyAdapter] != l.Adapter || md[execution.MetadataKeyTarget] != l.Target:
-		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"})
-		return StallVerdict{Failure: out, ReleaseLease: true}
+		return released, healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	case fence != string(execution.AttemptFenceConfirmed) || !f.Retryable:
-		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"})
-		return StallVerdict{Failure: out, ReleaseLease: true}
+		return released, healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	}
 	// A validated current bound stall: annotate, whatever the sequence says.
 	out.Metadata[streamgate.MetadataKeyProviderID] = l.ProviderID
 	out.Metadata[execution.MetadataKeyProviderHealth] = string(health)
 	out.Metadata[streamgate.MetadataKeyRecoveryHandoff] = streamgate.RecoveryHandoffConfirmed
 	if seqErr != nil || seq == 0 {
-		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_ambiguous"})
-		return StallVerdict{Failure: out, ReleaseLease: true}
+		return released, healthObservation{source: "stall", evidence: string(health), decision: "rejected_ambiguous"}
 	}
-	p.applyStall(l, health, seq)
-	return StallVerdict{Failure: out, ReleaseLease: true}
+	return released, p.applyStall(l, health, seq)
 }
 
-// applyStall projects a validated stall observation onto the overlay.
-func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) {
+// exactPair reports whether class and health are one of the contract's
+// three joined pairs: request_stalled/available,
+// provider_unhealthy/unavailable, health_unknown/unknown. Anything else,
+// an unknown class included, is malformed evidence.
+func exactPair(class string, health execution.HealthStatus) bool {
+	c := execution.ProviderHealth(class)
+	return c.Valid() && health.Valid() && c.Status() == health
+}
+
+// applyStall projects a validated stall observation onto the overlay and
+// returns the observation to deliver once the lease is released.
+func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) healthObservation {
 	k := providerKey{NodeID: l.NodeID, Generation: l.ConnectionGeneration, ProviderID: l.LocalProviderID}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if _, live := p.providers[k]; !live {
-		p.mu.Unlock()
-		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"})
-		return
+		return healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	}
 	e := p.overlay[k]
 	if e == nil {
 		e = &overlayEntry{}
 		p.overlay[k] = e
 	}
+	state := e.health()
 	if seq <= e.lastSeq {
-		p.mu.Unlock()
-		p.observer.observe(healthObservation{source: "stall", evidence: string(health), decision: "rejected_stale"})
-		return
+		return healthObservation{source: "stall", evidence: string(health), decision: "rejected_stale", from: state, to: state}
 	}
 	e.lastSeq = seq
-	obs := healthObservation{source: "stall", evidence: string(health), decision: "applied", provider: l.ProviderID}
+	obs := healthObservation{source: "stall", evidence: string(health), decision: "applied", provider: l.ProviderID, from: state, to: state}
 	switch health {
 	case execution.HealthUnavailable:
 		if !e.lowered {
 			e.lowered, e.reason, e.loweredAt, e.target = true, "stall_provider_unhealthy", time.Now(), l.Target
 			e.interval = p.recoveryInterval()
 			e.nextProbe = e.loweredAt.Add(e.interval)
-			obs.from, obs.to, obs.changed = "available", "unavailable", true
+			obs.to, obs.changed = "unavailable", true
 		}
 	case execution.HealthUnknown:
 		obs.decision = "inconclusive"
 	}
-	p.mu.Unlock()
-	p.observer.observe(obs)
+	return obs
+}
+
+// health is the overlay state of the entry's provider: unavailable while
+// lowered, else available (the overlay only ever lowers).
+func (e *overlayEntry) health() string {
+	if e.lowered {
+		return string(execution.HealthUnavailable)
+	}
+	return string(execution.HealthAvailable)
 }
 
 // ProbeResult is a CAPABILITIES result for a lowered provider.
@@ -134,6 +161,10 @@ func (p *Pool) ApplyProbe(r ProbeResult) {
 	pp, live := p.providers[k]
 	e := p.overlay[k]
 	var obs healthObservation
+	state := string(execution.HealthUnknown)
+	if e != nil {
+		state = e.health()
+	}
 	switch {
 	case !status.Valid() || r.Seq == 0:
 		obs = healthObservation{source: "probe", evidence: "unknown", decision: "rejected_ambiguous"}
@@ -141,14 +172,12 @@ func (p *Pool) ApplyProbe(r ProbeResult) {
 		obs = healthObservation{source: "probe", evidence: string(status), decision: "rejected_binding"}
 	case r.Seq <= e.lastSeq:
 		obs = healthObservation{source: "probe", evidence: string(status), decision: "rejected_stale"}
-	case status == execution.HealthUnknown:
-		e.lastSeq = r.Seq
+	case status != execution.HealthAvailable:
+		// Unknown and unavailable results are no-ops on the overlay (no
+		// sequence advance, no state change: inconclusive); only the
+		// probe schedule, which is not overlay state, backs off.
 		p.backoffLocked(e)
-		obs = healthObservation{source: "probe", evidence: "unknown", decision: "inconclusive"}
-	case status == execution.HealthUnavailable:
-		e.lastSeq = r.Seq
-		p.backoffLocked(e)
-		obs = healthObservation{source: "probe", evidence: "unavailable", decision: "applied"}
+		obs = healthObservation{source: "probe", evidence: string(status), decision: "inconclusive"}
 	default:
 		e.lastSeq = r.Seq
 		obs = healthObservation{source: "probe", evidence: "available", decision: "applied"}
@@ -158,13 +187,15 @@ func (p *Pool) ApplyProbe(r ProbeResult) {
 		}
 	}
 	obs.provider = k.edgeID()
+	if !obs.changed {
+		obs.from, obs.to = state, state
+	}
 	recovered := obs.changed
 	if recovered {
 		p.pumpLocked()
 	}
 	p.mu.Unlock()
 	p.observer.observe(obs)
-
 }
 
 func (p *Pool) backoffLocked(e *overlayEntry) {

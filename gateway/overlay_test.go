@@ -117,11 +117,15 @@ func TestStallAcceptanceRules(t *testing.T) {
 			p, rec, _, _ := overlayPool(t)
 			if tt.prior != "" {
 				l := leaseFor(t, p, "a")
-				p.AcceptStall(l, own, stall("available", "request_stalled", "confirmed", tt.prior, true))
+				p.AcceptStall(l, own, stall("available", "request_stalled", "confirmed", tt.prior, true), nil)
 				l.Release()
 			}
 			l := leaseFor(t, p, "a")
-			v := p.AcceptStall(l, tt.reception, tt.failure)
+			releases := 0
+			v := p.AcceptStall(l, tt.reception, tt.failure, func() { releases++ })
+			if releases != map[bool]int{true: 1}[tt.wantRelease] {
+				t.Fatalf("release called %d times, want release %v", releases, tt.wantRelease)
+			}
 			md := v.Failure.Metadata
 			handoff := md["recovery_handoff"] == "confirmed"
 			if handoff != tt.wantHandoff || v.ReleaseLease != tt.wantRelease {
@@ -158,7 +162,7 @@ func TestStallAcceptanceRules(t *testing.T) {
 func TestOverlayExcludesAndRecovers(t *testing.T) {
 	p, rec, _, _ := overlayPool(t)
 	l := leaseFor(t, p, "a")
-	p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "4", true))
+	p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "4", true), nil)
 	l.Release()
 	for range 5 {
 		l, err := p.Acquire(context.Background(), ProviderPoolDispatchRequest{Model: "llama3.2"})
@@ -183,12 +187,15 @@ func TestOverlayExcludesAndRecovers(t *testing.T) {
 		{"other target", func() ProbeResult { r := good; r.Target = "llama3.1"; return r }(), "rejected_binding"},
 		{"malformed status", func() ProbeResult { r := good; r.Status = "AVAILABLE"; return r }(), "rejected_ambiguous"},
 		{"unknown", func() ProbeResult { r := good; r.Status = "unknown"; return r }(), "inconclusive"},
-		{"unavailable", func() ProbeResult { r := good; r.Status, r.Seq = "unavailable", 6; return r }(), "applied"},
+		{"unavailable", func() ProbeResult { r := good; r.Status, r.Seq = "unavailable", 6; return r }(), "inconclusive"},
 	}
 	for _, n := range noops {
 		p.ApplyProbe(n.r)
 		if providerStatus(p, "a") != "unavailable" || rec.last().decision != n.decision {
 			t.Fatalf("%s: status %s decision %s", n.name, providerStatus(p, "a"), rec.last().decision)
+		}
+		if s := p.Snapshot()[0]; s.LastObservationSeq != 4 {
+			t.Fatalf("%s: a no-op moved the sequence to %d", n.name, s.LastObservationSeq)
 		}
 	}
 	good.Seq = 7
@@ -205,7 +212,7 @@ func TestOverlayExcludesAndRecovers(t *testing.T) {
 func TestNewGenerationDoesNotInheritOverlay(t *testing.T) {
 	p, _, _, _ := overlayPool(t)
 	l := leaseFor(t, p, "a")
-	p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true))
+	p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true), nil)
 	l.Release()
 	if providerStatus(p, "a") != "unavailable" {
 		t.Fatal("not lowered")
@@ -221,7 +228,7 @@ func TestNewGenerationDoesNotInheritOverlay(t *testing.T) {
 func TestProviderHealthObservability(t *testing.T) {
 	p, _, reg, buf := overlayPool(t)
 	l := leaseFor(t, p, "a")
-	p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true))
+	p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true), nil)
 	l.Release()
 	p.ApplyProbe(ProbeResult{NodeID: "n1", Generation: 7, ProviderID: "a", AdapterKey: "http://gpu:11434", Target: "llama3.2", Status: "available", Seq: 2})
 	want := `
@@ -265,8 +272,8 @@ func TestProviderHealthObservabilityDoesNotExposeSentinels(t *testing.T) {
 	}
 	f := stall("unavailable", "provider_unhealthy", "confirmed", "1", true)
 	maps.Copy(f.Metadata, map[string]string{"run_id": "SENTINEL-RUN", "adapter": "SENTINEL-ADAPTER", "target": "SENTINEL-TARGET", "prompt": "SENTINEL-PROMPT"})
-	p.AcceptStall(l, Reception{NodeID: "SENTINEL-NODE", ConnectionGeneration: 1}, f)
-	p.AcceptStall(l, Reception{NodeID: "SENTINEL-OTHER", ConnectionGeneration: 9}, f)
+	p.AcceptStall(l, Reception{NodeID: "SENTINEL-NODE", ConnectionGeneration: 1}, f, nil)
+	p.AcceptStall(l, Reception{NodeID: "SENTINEL-OTHER", ConnectionGeneration: 9}, f, nil)
 	p.ApplyProbe(ProbeResult{NodeID: "SENTINEL-NODE", Generation: 1, ProviderID: "SENTINEL-PROVIDER", AdapterKey: "SENTINEL-KEY", Target: "SENTINEL-TARGET", Status: "available", Seq: 2})
 	l.Release()
 	exp, _ := testutil.CollectAndFormat(o.evidence, expfmt.TypeTextPlain)
@@ -294,7 +301,7 @@ func testObserverBlockingHoldsNoLock(t *testing.T) {
 	l := leaseFor(t, p, "a")
 	done := make(chan struct{})
 	go func() {
-		p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true))
+		p.AcceptStall(l, Reception{NodeID: "n1", ConnectionGeneration: 7}, stall("unavailable", "provider_unhealthy", "confirmed", "1", true), nil)
 		close(done)
 	}()
 	synctest.Wait() // the handler is blocked in its observer

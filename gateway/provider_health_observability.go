@@ -73,9 +73,11 @@ func (o *healthObservability) observe(obs healthObservation) {
 	ev := closedOr(healthEvidences, obs.evidence, "unknown")
 	dec := closedOr(healthDecisions, obs.decision, "inconclusive")
 	o.evidence.WithLabelValues(src, ev, dec).Inc()
-	from, to := "", ""
+	// from_health/to_health are always in their closed set: the state
+	// before and after (equal when nothing changed, unknown when the
+	// decision could not bind to a provider's state).
+	from, to := closedOr(healthEvidences, obs.from, "unknown"), closedOr(healthEvidences, obs.to, "unknown")
 	if obs.changed {
-		from, to = closedOr(healthEvidences, obs.from, "unknown"), closedOr(healthEvidences, obs.to, "unknown")
 		o.transitions.WithLabelValues(from, to).Inc()
 	}
 	if o.log != nil {

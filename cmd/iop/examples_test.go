@@ -18,7 +18,12 @@ import (
 // startDev runs iop dev on free ports and returns its API and admin URLs.
 func startDev(t *testing.T) (api, admin string) {
 	t.Helper()
-	cfg := defaultDevConfig()
+	return startDevConfig(t, defaultDevConfig())
+}
+
+// startDevConfig runs `iop dev` with cfg on free ports.
+func startDevConfig(t *testing.T, cfg devConfig) (api, admin string) {
+	t.Helper()
 	cfg.Gateway.Listen, cfg.Gateway.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Gateway.Log.Level, cfg.Node.Log.Level = "error", "error"
 	ctx, cancel := context.WithCancel(context.Background())
