@@ -40,7 +40,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	a := access(c)
 	a.RequestID, a.Model = sreq.RequestID, sreq.Model
 	sreq.ResponseHeader = http.Header{}
-	adm, e := g.tenants.admit(a.KeyID, sreq.Model, int64(len(sreq.Snapshot)/4), sreq.ResponseHeader)
+	adm, e := g.tenants.admit(a.KeyID, sreq.Model, sreq.PromptEstimate, sreq.ResponseHeader)
 	if e != nil {
 		for k, v := range sreq.ResponseHeader {
 			c.Response().Header()[k] = v
@@ -51,9 +51,9 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	g.withAlias(sreq)
 	g.withResume(sreq)
 	var sum streamgate.Summary
-	defer func() { adm.end(sum.Usage) }() // settled even if serving panics: the key's concurrency slot comes back
+	defer func() { adm.end(sum.Usage, sum.UsageEstimated) }() // settled even if serving panics: the key's concurrency slot comes back
 	sum = streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
-	g.keyUsed(a.KeyID, sreq.Model, sum.Usage)
+	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
 	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
 	a.Sum = &sum
 	if g.knownName(sreq.Model) {
@@ -115,7 +115,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 				slog.Int64("ttfb_ms", s.FirstByte.Milliseconds()))
 			if u := s.Usage; u != nil {
 				attrs = append(attrs, slog.Int64("prompt_tokens", u.PromptTokens), slog.Int64("completion_tokens", u.CompletionTokens),
-					slog.Int64("total_tokens", u.TotalTokens))
+					slog.Int64("total_tokens", u.TotalTokens), slog.String("usage_source", usageSource(s.UsageEstimated)))
 			}
 		}
 		g.log.LogAttrs(c.Request().Context(), level, "request", attrs...)

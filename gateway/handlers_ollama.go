@@ -131,7 +131,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 		return openai.InvalidRequest("", "%s", terr.Message)
 	}
 	sreq := &streamgate.Request{Surface: surface, Stream: req.Stream, Model: req.Model, Need: streamgate.NeedOllamaAware,
-		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: "req_" + randomID()}
+		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: "req_" + randomID(), PromptEstimate: streamgate.EstimatePromptTokens(body)}
 	if len(body) <= g.config().StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}

@@ -112,7 +112,7 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 	}
 	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: model, Method: http.MethodPost, Path: path, Header: hdr, Body: body}
 	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: g.config().model(model).Fallbacks,
-		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID()}
+		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID(), PromptEstimate: streamgate.EstimatePromptTokens(body)}
 	if len(body) <= g.config().StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}

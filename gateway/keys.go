@@ -30,8 +30,8 @@ func newKeyMetrics(reg prometheus.Registerer) *keyMetrics {
 		}, []string{"key_id", "model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "iop_edge_key_tokens_total",
-			Help: "Tokens a client key used as the upstream reported them, by key id, model asked and kind (prompt, completion).",
-		}, []string{"key_id", "model", "kind"}),
+			Help: "Tokens charged to a client key, by key id, model asked, kind (prompt, completion) and source (reported by the upstream, or estimated by the edge from what it delivered when the upstream reported none).",
+		}, []string{"key_id", "model", "kind", "source"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "iop_edge_key_refusals_total",
 			Help: "Requests refused by a key's limits, by key id and code (rate_limit_exceeded, insufficient_quota, model_not_allowed).",
@@ -60,16 +60,26 @@ func (g *Gateway) modelLabel(model string) string {
 	return "other"
 }
 
-func (g *Gateway) keyUsed(key, model string, u *execution.TokenUsage) {
+func (g *Gateway) keyUsed(key, model string, u *execution.TokenUsage, estimated bool) {
 	if key == "" {
 		return
 	}
 	m := g.modelLabel(model)
 	g.keys.requests.WithLabelValues(key, m).Inc()
 	if u != nil {
-		g.keys.tokens.WithLabelValues(key, m, "prompt").Add(float64(u.PromptTokens))
-		g.keys.tokens.WithLabelValues(key, m, "completion").Add(float64(u.CompletionTokens))
+		src := usageSource(estimated)
+		g.keys.tokens.WithLabelValues(key, m, "prompt", src).Add(float64(u.PromptTokens))
+		g.keys.tokens.WithLabelValues(key, m, "completion", src).Add(float64(u.CompletionTokens))
 	}
+}
+
+// usageSource is the source label of charged usage: reported by the
+// upstream, or estimated by the edge from what it delivered.
+func usageSource(estimated bool) string {
+	if estimated {
+		return "estimated"
+	}
+	return "reported"
 }
 
 func (g *Gateway) keyRefused(key string, e *openai.Error) {

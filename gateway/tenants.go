@@ -92,6 +92,10 @@ type keyUsage struct {
 	Requests         int64 `json:"requests"`
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// EstimatedRequests and EstimatedTokens: the part of the above the
+	// edge estimated because the upstream reported no usage.
+	EstimatedRequests int64 `json:"estimated_requests"`
+	EstimatedTokens   int64 `json:"estimated_tokens"`
 }
 
 // tenants enforces per-key limits and counts usage. Safe for concurrent
@@ -208,10 +212,12 @@ func (t *tenants) admitShared(tn *tenant, now time.Time, estimate int64, header 
 	return &admission{t: t, key: tn.cfg.ID, estimate: estimate, header: header}, nil
 }
 
-// end settles an admitted request with the usage the upstream reported
-// (nil: none reported; the estimate stands for the rate limit and nothing
-// counts toward budgets).
-func (a *admission) end(u *execution.TokenUsage) {
+// end settles an admitted request with its usage: as the upstream
+// reported it, or the runtime's estimate of what was delivered
+// (estimated); nil when nothing is charged (no answer reached the
+// client): the prompt estimate then stands for the rate limit and
+// nothing counts toward budgets.
+func (a *admission) end(u *execution.TokenUsage, estimated bool) {
 	t := a.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -235,6 +241,10 @@ func (a *admission) end(u *execution.TokenUsage) {
 	tn.month.Tokens += used
 	tn.usage.PromptTokens += u.PromptTokens
 	tn.usage.CompletionTokens += u.CompletionTokens
+	if estimated {
+		tn.usage.EstimatedRequests++
+		tn.usage.EstimatedTokens += used
+	}
 }
 
 // headers sets OpenAI's x-ratelimit headers for tn's limits.

@@ -19,7 +19,7 @@ func TestTenantRequestsPerMinute(t *testing.T) {
 		if e != nil {
 			t.Fatalf("request %d refused: %v", i+1, e.Message)
 		}
-		a.end(nil)
+		a.end(nil, false)
 		if got, want := h.Get("X-Ratelimit-Remaining-Requests"), string(rune('0'+2-i)); got != want {
 			t.Fatalf("remaining after %d: %q, want %q", i+1, got, want)
 		}
@@ -35,7 +35,7 @@ func TestTenantRequestsPerMinute(t *testing.T) {
 	if a, e := ts.admit("k", "m", 0, http.Header{}); e != nil {
 		t.Fatalf("after 60/N s: %v", e.Message)
 	} else {
-		a.end(nil)
+		a.end(nil, false)
 	}
 }
 
@@ -52,7 +52,7 @@ func TestTenantBudgetsAndTokens(t *testing.T) {
 	if _, e := ts.admit("k", "m", 0, http.Header{}); e == nil || e.Code != "rate_limit_exceeded" {
 		t.Fatalf("a second concurrent request: %+v", e)
 	}
-	a.end(&execution.TokenUsage{PromptTokens: 40, CompletionTokens: 60})
+	a.end(&execution.TokenUsage{PromptTokens: 40, CompletionTokens: 60}, false)
 	h := http.Header{}
 	if _, e := ts.admit("k", "m", 0, h); e == nil || e.Code != "insufficient_quota" || h.Get("Retry-After") != "60" {
 		t.Fatalf("over the daily budget: %+v %v", e, h)
@@ -66,7 +66,7 @@ func TestTenantBudgetsAndTokens(t *testing.T) {
 	if e != nil {
 		t.Fatalf("after the daily reset: %v", e.Message)
 	}
-	a.end(nil)
+	a.end(nil, false)
 	if got := h.Get("X-Ratelimit-Remaining-Tokens"); got != "1000" {
 		t.Fatalf("TPM bucket after a minute: %q", got)
 	}
@@ -83,7 +83,7 @@ func TestTenantReloadKeepsState(t *testing.T) {
 	keys := []KeyConfig{{ID: "a", Limits: KeyLimits{RequestsPerMinute: 1}}, {ID: "b"}}
 	ts := newTenants(keys, clk.now)
 	a, _ := ts.admit("a", "m", 0, nil)
-	a.end(nil)
+	a.end(nil, false)
 	ts.configure(keys[:1])
 	if _, e := ts.admit("a", "m", 0, nil); e == nil {
 		t.Fatal("a reload refilled a kept key's bucket")
@@ -104,7 +104,7 @@ func TestUsageFileSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := first.admit("k", "m", 0, nil)
-	a.end(&execution.TokenUsage{PromptTokens: 30, CompletionTokens: 70})
+	a.end(&execution.TokenUsage{PromptTokens: 30, CompletionTokens: 70}, false)
 	if err := first.saveUsage(path); err != nil {
 		t.Fatal(err)
 	}

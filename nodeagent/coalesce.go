@@ -28,9 +28,12 @@ import (
 //   - A terminal sends everything held with it.
 //
 // Held items are bounded: by maxHeldBytes of text or body, and by
-// maxHeldAge since the oldest held item (checked as items arrive; the
-// watchdog's terminal flushes the rest). The edge's stall backstop
-// allows far more than maxHeldAge past a provider's stall timeout.
+// maxHeldAge since the oldest held item, on a timer (outbound.added), so
+// held progress reaches the edge within maxHeldAge even when nothing
+// follows it. The node's watchdog counts an item as progress when it is
+// emitted; the edge's stall backstop allows far more than maxHeldAge past
+// a provider's stall timeout, so the edge never sees less progress than
+// the watchdog did.
 const (
 	maxHeldBytes = 256 << 10
 	maxHeldAge   = time.Second

@@ -132,8 +132,9 @@ func TestHeldItemsBounded(t *testing.T) {
 			return nil
 		}}
 		got := shapes(sentMessages(t, slow, runStream(false)))
-		// held from 0.4 s; at 1.6 s the oldest is 1.2 s old: out with it
-		want := []string{"delta", "delta+delta+delta+delta", "delta+complete"}
+		// held from 0.4 s, out by its age bound at 1.4 s; held again from
+		// 1.6 s until the end at 2.0 s
+		want := []string{"delta", "delta+delta+delta", "delta+delta+complete"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("messages %q, want %q", got, want)
 		}
@@ -146,9 +147,10 @@ func TestHeldItemsBounded(t *testing.T) {
 		}}
 		got = shapes(sentMessages(t, silent, func(b *Bridge, send func(*wire.AttemptUp) error) {
 			b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2",
-				ResponseStallTimeoutMs: 1000}, send)
+				ResponseStallTimeoutMs: 5000}, send)
 		}))
-		if !slices.Equal(got, []string{"response_start+error"}) {
+		// the head leaves by its age bound although no body follows
+		if !slices.Equal(got, []string{"response_start", "error"}) {
 			t.Fatalf("stalled tunnel sent %q", got)
 		}
 	})
@@ -205,4 +207,75 @@ func TestOneReadOneMessage(t *testing.T) {
 		t.Fatalf("the end went as %q", got)
 	}
 	<-done
+}
+
+// TestHeldProgressLeavesByItsAgeBound guards the contract's "the Node
+// watchdog ... resets only on the documented progress dispositions" from
+// the edge's side (issue 32, finding 2): progress the node holds for
+// coalescing — a tunnel's response_start, a non-streamed answer's later
+// deltas — reaches the edge within maxHeldAge even when the provider then
+// stays silent for most of its stall timeout, so the edge's backstop
+// (stall timeout + margin) never cuts an attempt the watchdog saw
+// progressing. Fake time: the gaps are the 250 s and 299 s seen.
+func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gap := 299 * time.Second
+		head := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
+				Header: map[string][]string{"Content-Type": {"text/event-stream"}}})
+			time.Sleep(gap)
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {}\n\n")})
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+			return nil
+		}}
+		at := timedMessages(t, head, func(b *Bridge, send func(*wire.AttemptUp) error) {
+			b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2",
+				ResponseStallTimeoutMs: 300000}, send)
+		})
+		if len(at) == 0 || at[0].shape != "response_start" || at[0].after > maxHeldAge {
+			t.Fatalf("tunnel messages %+v: the head must leave within %v", at, maxHeldAge)
+		}
+
+		gap = 250 * time.Second
+		whole := &funcProvider{exec: func(_ context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
+			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "first"})
+			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "second"})
+			time.Sleep(gap)
+			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
+			return nil
+		}}
+		at = timedMessages(t, whole, runStream(false))
+		if len(at) != 3 || at[1].shape != "delta" || at[1].after > maxHeldAge || at[2].shape != "complete" {
+			t.Fatalf("non-stream messages %+v: the held delta must leave within %v", at, maxHeldAge)
+		}
+	})
+}
+
+type timedMessage struct {
+	shape string
+	after time.Duration // since the attempt started
+}
+
+// timedMessages is sentMessages with each message's (fake) send time.
+func timedMessages(t *testing.T, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []timedMessage {
+	t.Helper()
+	start := time.Now()
+	var out []timedMessage
+	for _, m := range sentMessagesAt(t, p, run) {
+		out = append(out, timedMessage{shape: shapes([]*wire.AttemptUp{m.up})[0], after: m.at.Sub(start)})
+	}
+	return out
+}
+
+type sentAt struct {
+	up *wire.AttemptUp
+	at time.Time
+}
+
+func sentMessagesAt(t *testing.T, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []sentAt {
+	t.Helper()
+	env := newBridgeEnv(t, p, DefaultCloseGrace)
+	var ups []sentAt
+	run(env.bridge, func(m *wire.AttemptUp) error { ups = append(ups, sentAt{m, time.Now()}); return nil })
+	return ups
 }

@@ -249,8 +249,9 @@ type outbound struct {
 	span       trace.Span // the node's span of the attempt
 	sendMsg    func(*wire.AttemptUp) error
 
-	mu      sync.Mutex // the provider's read hook runs outside the emitter's lock
+	mu      sync.Mutex // the provider's read hook and the age timer run outside the emitter's lock
 	co      coalescer
+	aged    *time.Timer // sends what is held once its oldest item is maxHeldAge old; nil when nothing waits
 	sendErr error
 }
 
@@ -259,9 +260,7 @@ func (o *outbound) event(m *wire.RunEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.co.events = append(o.co.events, m)
-	if o.co.add(o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())) {
-		o.flush()
-	}
+	o.added(o.co.add(o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())))
 }
 
 // frame sends (or holds) one tunnel frame.
@@ -269,9 +268,31 @@ func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.co.frames = append(o.co.frames, m)
-	if o.co.add(o.co.heldFrame(m), len(m.GetBody())) {
+	o.added(o.co.add(o.co.heldFrame(m), len(m.GetBody())))
+}
+
+// added sends what is held when it must go now; otherwise it makes sure
+// the held items leave by their age bound, whether or not another item
+// or read follows: a held item is progress the node's watchdog already
+// counted, and the edge must see it long before its own backstop (a
+// provider's stall timeout plus a margin of seconds) could fire. Under
+// o.mu.
+func (o *outbound) added(now bool) {
+	if now {
 		o.flush()
+		return
 	}
+	if o.aged == nil {
+		o.aged = time.AfterFunc(maxHeldAge-time.Since(o.co.oldest), o.ageOut)
+	}
+}
+
+// ageOut is the age timer: what is still held goes out.
+func (o *outbound) ageOut() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.aged = nil
+	o.flush()
 }
 
 // beforeRead is the provider's read hook: what its last read produced
@@ -286,6 +307,10 @@ func (o *outbound) beforeRead() {
 
 // flush sends what is held as one message (under o.mu).
 func (o *outbound) flush() {
+	if o.aged != nil {
+		o.aged.Stop()
+		o.aged = nil
+	}
 	if m := o.co.take(); m != nil {
 		o.send(func() error { return o.sendMsg(m) })
 	}

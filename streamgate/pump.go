@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -84,8 +85,9 @@ type attemptRun struct {
 	tun      *tunnelState
 	silent   atomic.Bool
 	drained  atomic.Bool
-	late     atomic.Bool // the first-token timeout fired
-	produced bool        // output of this attempt reached the client
+	late     atomic.Bool        // the first-token timeout fired
+	produced bool               // output of this attempt reached the client
+	rendered eventstream.Output // generated output rendered (normalized path)
 	hold     Timer
 	first    Timer // the first-token timer; nil once output came
 }
@@ -257,6 +259,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 		if err := ar.out(ar.enc.event(ev)); err != nil {
 			return clientGone(err)
 		}
+		ar.rendered.Add(eventOutput(ev))
 		if ev.HasContent() {
 			ar.produced = true
 			if rt.req.Continue != nil { // only a resumable request keeps the text it delivered

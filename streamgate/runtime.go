@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 )
@@ -107,6 +108,9 @@ type Request struct {
 	// RebuildForModel returns Work for another model (fallbacks); nil
 	// when the request cannot be rebuilt.
 	RebuildForModel func(model string) (Work, error)
+	// PromptEstimate is the gateway's estimate of the prompt's tokens,
+	// charged when the upstream reports no usage.
+	PromptEstimate int64
 	// Continue returns the Work that continues the answer after prefix
 	// (the assistant text the client has) on model: the normalized run
 	// with the prefix as a trailing assistant message. Nil when the
@@ -126,7 +130,10 @@ type Summary struct {
 	Path      string                // its execution path
 	Outcome   string                // ok, client_cancelled, or the typed error code the client got
 	FirstByte time.Duration         // from the start to the first byte written (0: none)
-	Usage     *execution.TokenUsage // as the upstream reported it; nil when it did not
+	Usage     *execution.TokenUsage // as the upstream reported it, else estimated; nil when nothing is charged
+	// UsageEstimated: the upstream reported no usage and Usage is the
+	// runtime's estimate of what was delivered (see EstimateUsage).
+	UsageEstimated bool
 }
 
 // Serve runs one request to its end, writing the response to w, and
@@ -139,6 +146,7 @@ func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter
 	end := cfg.Budget.Begin()
 	defer end()
 	rt.run(ctx)
+	rt.settleUsage()
 	rt.sum.Attempts = rt.attempts
 	if at := rt.resp.committedAt(); !at.IsZero() {
 		rt.sum.FirstByte = at.Sub(rt.start)
@@ -167,7 +175,8 @@ type runtime struct {
 	cur           *attemptRun // the latest attempt (the one that committed, if any)
 	lastFail      *outcome    // the last failed attempt, answered if no other attempt can start
 	rs            resumeState
-	avoid         avoidance // stall evidence, bound to every dispatch of the request
+	output        eventstream.Output // generated output delivered to the client, over every attempt
+	avoid         avoidance          // stall evidence, bound to every dispatch of the request
 	start         time.Time
 	sum           Summary
 }
@@ -198,6 +207,9 @@ func (rt *runtime) run(ctx context.Context) {
 		rt.sum.Model, rt.sum.Provider, rt.sum.Path = att.Model(), att.ProviderID(), pathOf(att.Kind())
 		out := rt.pump(ctx, att)
 		att.Close()
+		if rt.resp.State() != TransportUncommitted {
+			rt.output.Add(rt.cur.delivered()) // an attempt that ended uncommitted delivered nothing
+		}
 		rt.endBudget()
 		rt.cfg.Metrics.attempts.WithLabelValues(out.kind.String()).Inc()
 		if !rt.next(ctx, out, &dreq) {

@@ -66,6 +66,9 @@ type Observer struct {
 	// any was.
 	Seq     int64
 	SeqSeen bool
+	// Output is the generated output the stream carried (for an estimate
+	// of its usage when it reports none).
+	Output Output
 
 	open map[int]bool    // chat: choice indexes without a finish_reason yet
 	p    fastjson.Parser // reused for every event's JSON
@@ -157,6 +160,7 @@ func (o *Observer) chat(data []byte) {
 	if o.open == nil {
 		o.open = map[int]bool{}
 	}
+	o.Output.event(chatOutput(c, false))
 	choices := c.GetArray("choices")
 	for _, ch := range choices {
 		if present(ch.Get("delta", "tool_calls")) || present(ch.Get("delta", "function_call")) {
@@ -218,6 +222,7 @@ func (o *Observer) responses(ev Event) {
 	if u := e.Get("response", "usage"); present(u) {
 		o.Usage = usageOf(u)
 	}
+	o.Output.event(responsesOutput(typ, e))
 	switch typ {
 	case "response.completed", "response.incomplete":
 		o.Done = true
@@ -250,6 +255,7 @@ func (o *Observer) ollama(data []byte) {
 	if tc := l.Get("message", "tool_calls"); present(tc) && !(tc.Type() == fastjson.TypeArray && len(tc.GetArray()) == 0) {
 		o.ToolCall = true
 	}
+	o.Output.event(ollamaOutput(l))
 	if u := ollamaUsage(int64Field(l, "prompt_eval_count"), int64Field(l, "eval_count")); u != nil {
 		o.Usage = u
 	}

@@ -54,3 +54,43 @@ func TestObservedUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestObservedOutput: the observer counts the generated text of every
+// dialect's events (content, reasoning, refusals, tool calls) and the
+// events that carried some; BodyOutput does the same for whole answers.
+func TestObservedOutput(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		d      Dialect
+		f      Format
+		stream string
+		want   Output
+	}{
+		{"chat", DialectChat, FormatSSE, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hé\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", Output{Bytes: 3 + 3 + 3, Events: 3}},
+		{"responses", DialectResponses, FormatSSE, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"abcd\"}\n\n" +
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{}}\n\n", Output{Bytes: 4, Events: 1}},
+		{"ollama", DialectOllama, FormatNDJSON, "{\"message\":{\"role\":\"assistant\",\"content\":\"ab\"},\"done\":false}\n" +
+			"{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n", Output{Bytes: 2, Events: 1}},
+	} {
+		o := NewObserver(tt.d, tt.f)
+		o.Feed([]byte(tt.stream))
+		o.Close()
+		if o.Output != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, o.Output, tt.want)
+		}
+	}
+	for body, want := range map[string]int64{
+		`{"choices":[{"message":{"content":"hello"}}]}`:                                   5,
+		`{"output":[{"type":"message","content":[{"type":"output_text","text":"abc"}]}]}`: 3,
+		`{"message":{"content":"xy"},"done":true}`:                                        2,
+		`{"data":[{"embedding":[0.1]}]}`:                                                  0,
+	} {
+		if got := BodyOutput([]byte(body)); got.Bytes != want || got.Events != 0 {
+			t.Errorf("BodyOutput(%s) = %+v, want %d bytes", body, got, want)
+		}
+	}
+}

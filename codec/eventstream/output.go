@@ -1,0 +1,116 @@
+package eventstream
+
+import (
+	"github.com/valyala/fastjson"
+)
+
+// Output is how much generated output a stream or body carried: the
+// bytes of its text (content, reasoning, refusals, tool-call names and
+// arguments, as decoded from the JSON strings) and the number of events
+// that carried some. The gateway estimates the usage of an answer whose
+// upstream reported none from it.
+type Output struct {
+	Bytes  int64
+	Events int64
+}
+
+// Add adds o2 to o.
+func (o *Output) Add(o2 Output) {
+	o.Bytes += o2.Bytes
+	o.Events += o2.Events
+}
+
+// event counts one event that carried n bytes of output.
+func (o *Output) event(n int) {
+	if n > 0 {
+		o.Bytes += int64(n)
+		o.Events++
+	}
+}
+
+// chatOutput is the output bytes of one Chat (or legacy Completions)
+// chunk, or of a whole answer's choices when whole (message, not delta).
+func chatOutput(c *fastjson.Value, whole bool) int {
+	part := "delta"
+	if whole {
+		part = "message"
+	}
+	n := 0
+	for _, ch := range c.GetArray("choices") {
+		n += len(ch.GetStringBytes("text")) // legacy completions
+		m := ch.Get(part)
+		if m == nil {
+			continue
+		}
+		for _, k := range [...]string{"content", "reasoning_content", "reasoning", "refusal"} {
+			n += len(m.GetStringBytes(k))
+		}
+		for _, tc := range m.GetArray("tool_calls") {
+			n += len(tc.GetStringBytes("function", "name")) + len(tc.GetStringBytes("function", "arguments"))
+		}
+		n += len(m.GetStringBytes("function_call", "name")) + len(m.GetStringBytes("function_call", "arguments"))
+	}
+	return n
+}
+
+// responsesOutput is the output bytes of one Responses stream event.
+func responsesOutput(typ string, e *fastjson.Value) int {
+	switch typ {
+	case "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",
+		"response.reasoning_summary_text.delta", "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
+		return len(e.GetStringBytes("delta"))
+	}
+	return 0
+}
+
+// ollamaOutput is the output bytes of one Ollama line or whole answer.
+func ollamaOutput(l *fastjson.Value) int {
+	n := len(l.GetStringBytes("response")) + len(l.GetStringBytes("thinking")) // generate
+	if m := l.Get("message"); m != nil {
+		n += len(m.GetStringBytes("content")) + len(m.GetStringBytes("thinking"))
+		for _, tc := range m.GetArray("tool_calls") {
+			n += len(tc.GetStringBytes("function", "name"))
+			if a := tc.Get("function", "arguments"); present(a) {
+				n += len(a.MarshalTo(nil))
+			}
+		}
+	}
+	return n
+}
+
+// responsesBodyOutput is the output bytes of a whole Responses object.
+func responsesBodyOutput(v *fastjson.Value) int {
+	n := 0
+	for _, it := range v.GetArray("output") {
+		n += len(it.GetStringBytes("arguments")) + len(it.GetStringBytes("name")) + len(it.GetStringBytes("input"))
+		for _, c := range it.GetArray("content") {
+			n += len(c.GetStringBytes("text")) + len(c.GetStringBytes("refusal"))
+		}
+		for _, s := range it.GetArray("summary") {
+			n += len(s.GetStringBytes("text"))
+		}
+	}
+	return n
+}
+
+// BodyOutput is the generated output of a whole (non-streaming) JSON
+// answer: Chat or Completions choices, a Responses object's output, or an
+// Ollama answer. Zero for anything else (an embedding has none).
+func BodyOutput(body []byte) Output {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return Output{}
+	}
+	var o Output
+	switch {
+	case v.Get("choices") != nil:
+		o.event(chatOutput(v, true))
+	case v.Get("output") != nil:
+		o.event(responsesBodyOutput(v))
+	default:
+		o.event(ollamaOutput(v))
+	}
+	o.Events = 0 // a whole answer says nothing about how many tokens it took
+	return o
+}

@@ -1,0 +1,122 @@
+package streamgate
+
+import (
+	"bytes"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/execution"
+)
+
+// Usage estimation: every answer a client received is charged. When the
+// upstream reports usage, that is the usage; when it does not (a stream
+// without include_usage, a client cancel or a cut before the usage
+// chunk, a stall or an error after commit), the runtime estimates it
+// from what it forwarded, never changing a byte the client receives:
+//
+//   - prompt: the request's PromptEstimate (EstimatePromptTokens of its
+//     body);
+//   - completion: the larger of the number of events that carried output
+//     (streaming servers send about one token per event) and the output
+//     text's bytes / bytesPerToken (BPE tokenizers average about four
+//     bytes of English per token).
+//
+// The estimate is marked (Summary.UsageEstimated) wherever usage shows.
+const bytesPerToken = 4
+
+// EstimatePromptTokens estimates the prompt tokens of a request body: the
+// text of its string values (every one but the model name) at
+// bytesPerToken, plus perObjectTokens for each object (a message, a
+// content part, a tool: the framing a chat template adds; the body's own
+// object stands for the reply's priming), and
+// imageTokens for an inline data: URL (an image or audio clip, whose
+// base64 is not text). A body that is not JSON counts a token per
+// bytesPerToken of it.
+func EstimatePromptTokens(body []byte) int64 {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return (int64(len(body)) + bytesPerToken - 1) / bytesPerToken
+	}
+	var text, objects, media int64
+	var walk func(key string, v *fastjson.Value)
+	walk = func(key string, v *fastjson.Value) {
+		switch v.Type() {
+		case fastjson.TypeString:
+			b := v.GetStringBytes()
+			switch {
+			case key == "model":
+			case bytes.HasPrefix(b, []byte("data:")):
+				media++
+			default:
+				text += int64(len(b))
+			}
+		case fastjson.TypeObject:
+			objects++
+			v.GetObject().Visit(func(k []byte, c *fastjson.Value) { walk(string(k), c) })
+		case fastjson.TypeArray:
+			for _, c := range v.GetArray() {
+				walk(key, c)
+			}
+		}
+	}
+	walk("", v)
+	return (text+bytesPerToken-1)/bytesPerToken + perObjectTokens*objects + imageTokens*media
+}
+
+// The prompt estimate's framing and media rates: OpenAI's chat format
+// adds about three tokens per message; a high-detail 1024×1024 image
+// costs 765.
+const (
+	perObjectTokens = 3
+	imageTokens     = 765
+)
+
+// EstimateUsage is the usage charged for out delivered to a prompt of
+// about prompt tokens.
+func EstimateUsage(prompt int64, out eventstream.Output) *execution.TokenUsage {
+	completion := max(out.Events, (out.Bytes+bytesPerToken-1)/bytesPerToken)
+	return &execution.TokenUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// eventOutput is the generated output of a normalized event.
+func eventOutput(ev execution.RunEvent) eventstream.Output {
+	n := len(ev.Delta) + len(ev.Reasoning) + len(ev.Message)
+	for _, tc := range ev.ToolCalls {
+		n += len(tc.Name) + len(tc.Arguments)
+	}
+	if n == 0 {
+		return eventstream.Output{}
+	}
+	return eventstream.Output{Bytes: int64(n), Events: 1}
+}
+
+// delivered is the output of an attempt that reached the client: what
+// the tunnel's observer saw of a stream, a buffered answer's body, or the
+// normalized events rendered.
+func (ar *attemptRun) delivered() eventstream.Output {
+	t := ar.tun
+	switch {
+	case t == nil:
+		return ar.rendered
+	case t.obs != nil:
+		return t.obs.Output
+	case t.mode == tunnelBuffer && t.buf != nil:
+		return eventstream.BodyOutput(t.buf)
+	}
+	return eventstream.Output{}
+}
+
+// settleUsage fills the summary's usage with an estimate when no attempt
+// reported one and the client got an answer (or left after the request
+// reached a provider): nothing delivered is free.
+func (rt *runtime) settleUsage() {
+	if rt.sum.Usage != nil || rt.attempts == 0 {
+		return
+	}
+	if rt.resp.State() == TransportUncommitted && rt.sum.Outcome != "client_cancelled" && rt.sum.Outcome != "slow_client_cut" {
+		return // nothing reached the client, and it did not leave
+	}
+	rt.sum.Usage, rt.sum.UsageEstimated = EstimateUsage(rt.req.PromptEstimate, rt.output), true
+}
