@@ -23,6 +23,8 @@ type accessInfo struct {
 	KeyID     string
 	Model     string // the model the client asked for
 	Sum       *streamgate.Summary
+	// FallbacksSkipped counts fallback models the key may not use.
+	FallbacksSkipped int
 }
 
 func access(c echo.Context) *accessInfo {
@@ -40,7 +42,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	a := access(c)
 	a.RequestID, a.Model = sreq.RequestID, sreq.Model
 	sreq.ResponseHeader = http.Header{}
-	adm, e := g.tenants.admit(a.KeyID, sreq.Model, sreq.PromptEstimate, sreq.ResponseHeader)
+	adm, e := g.admit(c, a, sreq)
 	if e != nil {
 		for k, v := range sreq.ResponseHeader {
 			c.Response().Header()[k] = v
@@ -48,6 +50,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 		g.keyRefused(a.KeyID, e)
 		return writeError(c, e)
 	}
+	a.FallbacksSkipped = g.allowedFallbacks(a.KeyID, sreq)
 	g.withAlias(sreq)
 	g.withResume(sreq)
 	var sum streamgate.Summary
@@ -108,6 +111,9 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
 			slog.String("outcome", outcome), slog.String("model", clipID(a.Model)),
 			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.clientAddr(c.Request())),
+		}
+		if a.FallbacksSkipped > 0 {
+			attrs = append(attrs, slog.Int("fallbacks_not_allowed", a.FallbacksSkipped))
 		}
 		if s := a.Sum; s != nil {
 			attrs = append(attrs, slog.String("model_answered", clipID(s.Model)), slog.String("provider", s.Provider),

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -52,7 +53,8 @@ func (g *Gateway) adminHandler() http.Handler {
 
 func (g *Gateway) statusPage(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
 	_, _ = w.Write(statusPage)
 }
 
@@ -70,15 +72,59 @@ const adminCookie = "iop_admin"
 var openAdminPaths = map[string]bool{"/healthz": true, "/readyz": true, "/status": true, "/admin/login": true}
 
 // adminAuth requires the admin token, as a bearer token or the status
-// page's cookie, when one is configured.
+// page's cookie, when one is configured; without one (a loopback admin
+// listener) it accepts only loopback Host names, so a page on another
+// site cannot reach it by DNS rebinding.
 func (g *Gateway) adminAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !openAdminPaths[r.URL.Path] && !g.adminTokenOK(adminToken(r)) {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		health := r.URL.Path == "/healthz" || r.URL.Path == "/readyz"
+		if !health && g.config().Admin.TokenSHA256 == "" && !loopbackHost(r.Host) {
+			http.Error(w, "forbidden: the admin listener has no token and answers only to a loopback Host (localhost, 127.0.0.1, [::1])",
+				http.StatusForbidden)
+			return
+		}
+		if !openAdminPaths[r.URL.Path] && !g.adminCheck(w, r, adminToken(r)) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// adminCheck reports whether token is the admin token; when it is not it
+// answers the request: 401, or 429 once the client address failed
+// auth.failures_per_minute times this minute. The right token is never
+// throttled. Failures are counted and logged (sampled, no token).
+func (g *Gateway) adminCheck(w http.ResponseWriter, r *http.Request, token string) bool {
+	if g.adminTokenOK(token) {
+		return true
+	}
+	addr := g.auth.clientAddr(r)
+	if !g.adminFails.fail(addr) {
+		g.metrics.adminAuthFailures.WithLabelValues("throttled").Inc()
+		g.adminLog.Warn("admin authentication throttled for a client address", "remote", addr)
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "too many failed admin authentications from this address; retry in a minute", http.StatusTooManyRequests)
+		return false
+	}
+	g.metrics.adminAuthFailures.WithLabelValues("invalid").Inc()
+	g.adminLog.Warn("admin authentication failed", "remote", addr, "path", r.URL.Path)
+	http.Error(w, "unauthorized", http.StatusUnauthorized)
+	return false
+}
+
+// loopbackHost reports whether a Host header names this machine's
+// loopback: localhost (and its subdomains), 127.0.0.0/8 or ::1.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // adminTokenOK reports whether token is the admin token (always, when
@@ -108,8 +154,7 @@ func adminToken(r *http.Request) string {
 func (g *Gateway) adminLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	token := r.PostFormValue("token")
-	if !g.adminTokenOK(token) {
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	if !g.adminCheck(w, r, token) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: adminCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,

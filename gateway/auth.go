@@ -7,19 +7,15 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // authenticator checks client API keys. Keys are stored as SHA-256
 // hashes and compared in constant time; keys in a query string are
 // refused; failed attempts are rate-limited per client address.
 type authenticator struct {
-	ring atomic.Pointer[keyring] // replaced whole on reload
-
-	mu       sync.Mutex // guards failures
-	failures map[string]*failWindow
+	ring  atomic.Pointer[keyring] // replaced whole on reload
+	fails failLimiter
 }
 
 // keyring is the configured key material, immutable once built.
@@ -30,13 +26,9 @@ type keyring struct {
 	trusted []*net.IPNet
 }
 
-type failWindow struct {
-	start time.Time
-	n     int
-}
-
 func newAuthenticator(c AuthConfig) *authenticator {
-	a := &authenticator{failures: map[string]*failWindow{}}
+	a := &authenticator{}
+	a.fails.limit = func() int { return a.ring.Load().limit }
 	a.setKeys(c)
 	return a
 }
@@ -94,6 +86,34 @@ func (a *authenticator) check(r *http.Request) (authResult, string) {
 	if key == "" {
 		return a.failure(addr, authMissing), ""
 	}
+	found := ring.find(key)
+	if found < 0 {
+		return a.failure(addr, authInvalid), ""
+	}
+	return authOK, ring.ids[found]
+}
+
+// verify checks r's credential against the running keys as check does,
+// without counting a failure (the request was counted when its headers
+// arrived): the admission's second look, after the body was read.
+func (a *authenticator) verify(r *http.Request) (authResult, string) {
+	ring := a.ring.Load()
+	if len(ring.keys) == 0 {
+		return authOK, ""
+	}
+	key := bearer(r)
+	if key == "" {
+		return authMissing, ""
+	}
+	if i := ring.find(key); i >= 0 {
+		return authOK, ring.ids[i]
+	}
+	return authInvalid, ""
+}
+
+// find is the index of key in the ring, -1 when it is not there; every
+// entry is compared, in constant time.
+func (ring *keyring) find(key string) int {
 	sum := sha256.Sum256([]byte(key))
 	found := -1
 	for i, k := range ring.keys {
@@ -101,19 +121,15 @@ func (a *authenticator) check(r *http.Request) (authResult, string) {
 			found = i
 		}
 	}
-	if found < 0 {
-		return a.failure(addr, authInvalid), ""
-	}
-	return authOK, ring.ids[found]
+	return found
 }
 
 // failure counts a failed attempt from addr and returns r, or
 // authThrottled once addr is over its limit.
 func (a *authenticator) failure(addr string, r authResult) authResult {
-	if a.throttled(addr) {
+	if !a.fails.fail(addr) {
 		return authThrottled
 	}
-	a.fail(addr)
 	return r
 }
 
@@ -162,26 +178,4 @@ func clientAddr(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-func (a *authenticator) throttled(addr string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	w := a.failures[addr]
-	return w != nil && time.Since(w.start) < time.Minute && w.n >= a.ring.Load().limit
-}
-
-func (a *authenticator) fail(addr string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := time.Now()
-	w := a.failures[addr]
-	if w == nil || now.Sub(w.start) >= time.Minute {
-		if len(a.failures) > 100000 { // bound memory under address floods
-			a.failures = map[string]*failWindow{}
-		}
-		w = &failWindow{start: now}
-		a.failures[addr] = w
-	}
-	w.n++
 }

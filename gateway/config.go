@@ -104,8 +104,15 @@ type AuthConfig struct {
 	// Redis); unset, each edge counts on its own.
 	LimitsStore LimitStoreConfig `koanf:"limits_store"`
 	// UsageFile, if set, keeps each key's usage and budget windows across
-	// restarts (a JSON snapshot written every 30s and at shutdown).
+	// restarts (a JSON snapshot written every 5s and at shutdown).
 	UsageFile string `koanf:"usage_file"`
+	// DefaultMaxTokens is what a request that sets no output limit
+	// (max_tokens, max_completion_tokens, max_output_tokens, num_predict)
+	// reserves for its output against its key's token limits. Default 1024.
+	DefaultMaxTokens int64 `koanf:"default_max_tokens"`
+	// AllowAnonymous must be true for a configuration without client keys
+	// to replace, by reload, one that had some (the API would open).
+	AllowAnonymous bool `koanf:"allow_anonymous"`
 }
 
 // KeyConfig is one client key, stored as a hash.
@@ -123,6 +130,9 @@ type AdminConfig struct {
 	// TokenSHA256 is the hex SHA-256 of the admin bearer token; empty means
 	// the admin listener (loopback by default) needs none.
 	TokenSHA256 string `koanf:"token_sha256"`
+	// AllowNoToken must be true for a configuration without a token to
+	// replace, by reload, one that had one.
+	AllowNoToken bool `koanf:"allow_no_token"`
 }
 
 // LimitsConfig bounds client requests.

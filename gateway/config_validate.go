@@ -72,6 +72,9 @@ func (c *Config) checkAuth(bad badFunc) {
 			bad(fmt.Sprintf("auth.trusted_proxies[%d]", i), "must be a CIDR such as 10.0.0.0/8")
 		}
 	}
+	if c.Auth.DefaultMaxTokens < 0 {
+		bad("auth.default_max_tokens", "must not be negative (0 or absent: 1024)")
+	}
 	ids := map[string]bool{}
 	for i, k := range c.Auth.Keys {
 		key := fmt.Sprintf("auth.keys[%d]", i)

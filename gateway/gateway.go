@@ -62,8 +62,12 @@ type Gateway struct {
 	reloads *prometheus.CounterVec
 	corsMW  corsState
 	tenants *tenants // per-key limits and usage
-	tracer  *tracing.Tracer
-	keys    *keyMetrics // per-key counters
+	// adminFails throttles failed admin authentications per address;
+	// adminLog logs them, sampled.
+	adminFails failLimiter
+	adminLog   *sampledLog
+	tracer     *tracing.Tracer
+	keys       *keyMetrics // per-key counters
 	// sgMetrics are the request runtime's collectors (kept across reloads).
 	sgMetrics *streamgate.Metrics
 	health    *healthObservability
@@ -149,6 +153,8 @@ func (g *Gateway) newRuntime(cfg *Config) error {
 // Redis when configured) and their usage file.
 func (g *Gateway) newTenancy(cfg *Config) error {
 	g.auth = newAuthenticator(cfg.Auth)
+	g.adminFails.limit = func() int { return cmp.Or(max(0, g.config().Auth.FailuresPerMinute), 20) }
+	g.adminLog = newSampledLog(g.log, 10*time.Second)
 	g.tenants = newTenants(cfg.Auth.Keys, nil)
 	if cfg.Auth.UsageFile != "" {
 		if err := g.tenants.loadUsage(cfg.Auth.UsageFile); err != nil {
@@ -165,6 +171,22 @@ func (g *Gateway) newTenancy(cfg *Config) error {
 		})
 	}
 	return nil
+}
+
+// closeTenancy settles what is left of tenancy at shutdown: settlements
+// to the shared store finish and its client closes, and the usage file
+// is written a last time.
+func (g *Gateway) closeTenancy() {
+	if sh := g.tenants.shared; sh != nil {
+		if err := sh.Close(); err != nil {
+			g.log.Warn("closing the limits store failed", "error", err.Error())
+		}
+	}
+	if path := g.config().Auth.UsageFile; path != "" {
+		if err := g.tenants.saveUsage(path); err != nil {
+			g.log.Error("saving the usage file failed", "error", err.Error())
+		}
+	}
 }
 
 // config is the current configuration.
@@ -294,7 +316,7 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 	pctx, stopProbes := context.WithCancel(ctx)
 	wg.Go(func() { g.runRecoveryProbes(pctx) })
 	if path := g.config().Auth.UsageFile; path != "" {
-		wg.Go(func() { g.keepUsage(pctx, path, 30*time.Second) })
+		wg.Go(func() { g.keepUsage(pctx, path, usageSaveInterval) })
 	}
 	admin := ""
 	if adminLn != nil {
@@ -311,6 +333,7 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 	stopProbes()
 	g.shutdown()
 	wg.Wait()
+	g.closeTenancy() // after the drain: every request has settled
 	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := g.tracer.Shutdown(tctx); err != nil {

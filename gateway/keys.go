@@ -114,6 +114,9 @@ func (t *tenants) status() []KeyStatus {
 	now := t.now()
 	out := make([]KeyStatus, 0, len(t.keys))
 	for id, tn := range t.keys {
+		if !tn.present {
+			continue // removed by a reload: its usage is kept, not shown
+		}
 		tn.requests.refill(now)
 		tn.tokens.refill(now)
 		tn.day.roll(dayStart(now))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,9 +39,22 @@ type LimitStoreConfig struct {
 // same counts. Windows are fixed and aligned to the clock: a limit of N
 // per minute hands out exactly N in each minute across all edges.
 type sharedLimits struct {
-	rdb     *redis.Client
-	cfg     LimitStoreConfig
-	onError func(error) // counts and logs a store failure
+	rdb      *redis.Client
+	cfg      LimitStoreConfig
+	onError  func(error)    // counts and logs a store failure
+	settling sync.WaitGroup // settlements in flight (off the request path); Close waits for them
+}
+
+// settleAsync settles off the request's path; Close waits for it.
+func (s *sharedLimits) settleAsync(key string, reserve, used int64, at time.Time) {
+	s.settling.Go(func() { s.settle(key, reserve, used, at) })
+}
+
+// Close waits for settlements in flight (each bounded by the store
+// timeout) and closes the Redis client.
+func (s *sharedLimits) Close() error {
+	s.settling.Wait()
+	return s.rdb.Close()
 }
 
 // quietRedis drops go-redis's own log lines: a store failure is logged
@@ -61,17 +75,24 @@ func newSharedLimits(cfg LimitStoreConfig, password string, onError func(error))
 		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, MaxRetries: -1})}
 }
 
-// admitScript checks the budgets and the token window, then takes one
-// request from the request window. It returns {verdict, requests used,
+// admitScript checks the budgets and the token window against the
+// request's reservation, takes one request from the request window and,
+// admitted, adds the reservation to the token window, the budgets and the
+// key's in-flight reservations (settleScript replaces it with what was
+// used). A reservation fits what is left, or is alone (nothing else in
+// flight) with something left. It returns {verdict, requests used,
 // tokens used}: 0 admitted, 1 requests, 2 tokens, 3 day budget, 4 month
-// budget.
+// budget, 5 day or month budget reserved by requests in flight.
 var admitScript = redis.NewScript(`
 local function get(k) return tonumber(redis.call('GET', k) or '0') end
-local rpm, tpm, dayb, monthb = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if dayb > 0 and get(KEYS[3]) >= dayb then return {3, 0, 0} end
-if monthb > 0 and get(KEYS[4]) >= monthb then return {4, 0, 0} end
-local tok = get(KEYS[2])
-if tpm > 0 and tok >= tpm then return {2, 0, tok} end
+local rpm, tpm, dayb, monthb, res = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
+local alone = get(KEYS[5]) <= 0
+local function fits(taken, limit) return limit <= 0 or taken + res <= limit or (alone and taken < limit) end
+local day, month, tok = get(KEYS[3]), get(KEYS[4]), get(KEYS[2])
+if dayb > 0 and day >= dayb then return {3, 0, tok} end
+if monthb > 0 and month >= monthb then return {4, 0, tok} end
+if not fits(day, dayb) or not fits(month, monthb) then return {5, 0, tok} end
+if tpm > 0 and (tok >= tpm or not fits(tok, tpm)) then return {2, 0, tok} end
 local n = 0
 if rpm > 0 then
   n = get(KEYS[1])
@@ -79,63 +100,100 @@ if rpm > 0 then
   n = redis.call('INCR', KEYS[1])
   if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
 end
-return {0, n, tok}
+if res > 0 then
+  for i = 2, 5 do
+    local v = redis.call('INCRBY', KEYS[i], res)
+    if v == res then redis.call('PEXPIRE', KEYS[i], ARGV[i + 5]) end
+  end
+  if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[10]) then redis.call('PEXPIRE', KEYS[5], ARGV[10]) end
+end
+return {0, n, tok + res}
 `)
 
-// settleScript adds tokens to the token window and the budgets.
+// settleScript replaces a request's reservation (ARGV[2]) by the tokens it
+// used (ARGV[1]) in the windows of its admission, and releases it from the
+// key's in-flight reservations.
 var settleScript = redis.NewScript(`
+local used, res = tonumber(ARGV[1]), tonumber(ARGV[2])
+local d = used - res
 for i = 1, 3 do
-  local v = redis.call('INCRBY', KEYS[i], ARGV[1])
-  if v == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]) end
+  if d ~= 0 then
+    local v = redis.call('INCRBY', KEYS[i], d)
+    if v == d then redis.call('PEXPIRE', KEYS[i], ARGV[i + 2]) end
+  end
 end
+if res > 0 and redis.call('DECRBY', KEYS[4], res) <= 0 then redis.call('DEL', KEYS[4]) end
 return 1
 `)
+
+// The shared counters' lifetimes: a token window outlives its window by a
+// second; day and month budgets their period with a margin; the in-flight
+// reservations of a key an hour past its last admission (an edge that
+// died with requests in flight leaks its reservations that long).
+const (
+	dayTTL        = 49 * time.Hour
+	monthTTL      = 32 * 24 * time.Hour
+	reservedTTL   = time.Hour
+	reservedKeyID = "reserved"
+)
 
 func (s *sharedLimits) keys(key string, now time.Time) []string {
 	w := now.Truncate(s.cfg.Window).Unix()
 	p := "iop:limits:" + key + ":"
 	return []string{p + "req:" + strconv.FormatInt(w, 10), p + "tok:" + strconv.FormatInt(w, 10),
-		p + "day:" + dayStart(now).Format("20060102"), p + "month:" + monthStart(now).Format("200601")}
+		p + "day:" + dayStart(now).Format("20060102"), p + "month:" + monthStart(now).Format("200601"), p + reservedKeyID}
 }
 
 // admit applies l's shared limits to one request of key. A store failure
 // is nil (fail open) or a 503 (fail closed).
-func (s *sharedLimits) admit(key string, l KeyLimits, now time.Time, h http.Header) *openai.Error {
-	if l.RequestsPerMinute <= 0 && l.TokensPerMinute <= 0 && l.TokensPerDay <= 0 && l.TokensPerMonth <= 0 {
-		return nil
+//
+// reserved reports whether the store holds the request's reservation
+// (admitted by the store, not failed open), for settle.
+func (s *sharedLimits) admit(key string, l KeyLimits, now time.Time, reserve int64, h http.Header) (reserved bool, e *openai.Error) {
+	if !l.counted() {
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	windowLeft := now.Truncate(s.cfg.Window).Add(s.cfg.Window).Sub(now)
+	window := (s.cfg.Window + time.Second).Milliseconds()
 	res, err := admitScript.Run(ctx, s.rdb, s.keys(key, now), l.RequestsPerMinute, l.TokensPerMinute, l.TokensPerDay, l.TokensPerMonth,
-		(s.cfg.Window + time.Second).Milliseconds()).Int64Slice()
+		window, reserve, window, dayTTL.Milliseconds(), monthTTL.Milliseconds(), reservedTTL.Milliseconds()).Int64Slice()
 	if err != nil || len(res) != 3 {
-		return s.failed(fmt.Errorf("admission: %w", errors.Join(err, errShape(res))))
+		return false, s.failed(fmt.Errorf("admission: %w", errors.Join(err, errShape(res))))
 	}
 	setRateHeaders(h, l, int64(l.RequestsPerMinute)-res[1], l.TokensPerMinute-res[2], windowLeft, windowLeft)
 	switch res[0] {
 	case 1:
-		return rateLimited("requests", "requests per minute (RPM)", int64(l.RequestsPerMinute), windowLeft, h)
+		return false, rateLimited("requests", "requests per minute (RPM)", int64(l.RequestsPerMinute), windowLeft, h)
 	case 2:
-		return rateLimited("tokens", "tokens per minute (TPM)", l.TokensPerMinute, windowLeft, h)
+		return false, rateLimited("tokens", "tokens per minute (TPM)", l.TokensPerMinute, windowLeft, h)
 	case 3:
-		return budgetExhausted("daily", l.TokensPerDay, dayStart(now).AddDate(0, 0, 1).Sub(now), h)
+		return false, budgetExhausted("daily", l.TokensPerDay, dayStart(now).AddDate(0, 0, 1).Sub(now), h)
 	case 4:
-		return budgetExhausted("monthly", l.TokensPerMonth, monthStart(now).AddDate(0, 1, 0).Sub(now), h)
+		return false, budgetExhausted("monthly", l.TokensPerMonth, monthStart(now).AddDate(0, 1, 0).Sub(now), h)
+	case 5:
+		return false, budgetReserved("daily or monthly", max(l.TokensPerDay, l.TokensPerMonth), h)
 	}
-	return nil
+	return true, nil
 }
 
-// settle adds the tokens a request used.
-func (s *sharedLimits) settle(key string, tokens int64, now time.Time) {
-	if tokens <= 0 {
+// counted reports whether any of l's limits is counted in the store.
+func (l KeyLimits) counted() bool {
+	return l.RequestsPerMinute > 0 || l.TokensPerMinute > 0 || l.TokensPerDay > 0 || l.TokensPerMonth > 0
+}
+
+// settle replaces an admitted request's reservation with the tokens it
+// used, in the windows of its admission.
+func (s *sharedLimits) settle(key string, reserve, used int64, at time.Time) {
+	if reserve == 0 && used == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	k := s.keys(key, now)
-	err := settleScript.Run(ctx, s.rdb, k[1:], tokens, (s.cfg.Window + time.Second).Milliseconds(),
-		(49 * time.Hour).Milliseconds(), (32 * 24 * time.Hour).Milliseconds()).Err()
+	k := s.keys(key, at)
+	err := settleScript.Run(ctx, s.rdb, k[1:], used, reserve, (s.cfg.Window + time.Second).Milliseconds(),
+		dayTTL.Milliseconds(), monthTTL.Milliseconds()).Err()
 	if err != nil {
 		s.onError(fmt.Errorf("settlement: %w", err))
 	}

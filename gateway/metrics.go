@@ -14,10 +14,13 @@ type edgeMetrics struct {
 	requests        *prometheus.CounterVec
 	duration        *prometheus.HistogramVec
 	authFailures    prometheus.Counter
-	ejections       prometheus.Counter
-	heartbeatDrops  prometheus.Counter
-	dispatchFails   prometheus.Counter
-	attemptStreams  *prometheus.CounterVec
+	// adminAuthFailures counts refused admin authentications by result
+	// (invalid, throttled).
+	adminAuthFailures *prometheus.CounterVec
+	ejections         prometheus.Counter
+	heartbeatDrops    prometheus.Counter
+	dispatchFails     prometheus.Counter
+	attemptStreams    *prometheus.CounterVec
 }
 
 func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
@@ -39,6 +42,8 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 			Buckets: []float64{.005, .025, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}}, []string{"route"}),
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_auth_failures_total",
 			Help: "Rejected client authentications."}),
+		adminAuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iop_edge_admin_auth_failures_total",
+			Help: "Refused admin authentications (bearer, cookie or POST /admin/login), by result: invalid or throttled."}, []string{"result"}),
 		ejections: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_outlier_ejections_total",
 			Help: "Providers taken out of selection after consecutive server-side failures."}),
 		heartbeatDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_node_heartbeat_drops_total",
@@ -49,7 +54,7 @@ func newEdgeMetrics(reg prometheus.Registerer, pool *Pool) *edgeMetrics {
 			Help: "Attempts sent to nodes, by how their stream was had: parked (opened ahead of work) or dispatched (opened on request)."}, []string{"kind"}),
 	}
 	reg.MustRegister(m.duration)
-	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.ejections,
+	reg.MustRegister(m.doubleRelease, m.queueRejected, m.staleGeneration, m.nodesConnected, m.leasesInUse, m.requests, m.authFailures, m.adminAuthFailures, m.ejections,
 		m.heartbeatDrops, m.dispatchFails, m.attemptStreams)
 	return m
 }

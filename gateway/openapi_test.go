@@ -69,13 +69,14 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 func TestStatusPageServed(t *testing.T) {
 	g, _ := New(DefaultConfig(), Options{})
 	rec := httptest.NewRecorder()
-	g.adminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "iop edge status") || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
+	g.adminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8081/status", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "iop edge status") || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(rec.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 		t.Fatalf("%d %s", rec.Code, rec.Header())
 	}
 	for _, p := range []string{"/debug/pprof/", "/debug/vars"} {
 		rec = httptest.NewRecorder()
-		g.adminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		g.adminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost:8081"+p, nil))
 		if rec.Code != 404 {
 			t.Fatalf("%s on admin: %d", p, rec.Code)
 		}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -67,6 +68,7 @@ func restartOnly(old, cur *Config) []string {
 		"auth.usage_file":         old.Auth.UsageFile == cur.Auth.UsageFile,
 		"streamgate.budget_ratio": old.StreamGate.BudgetRatio == cur.StreamGate.BudgetRatio,
 		"streamgate.budget_min":   old.StreamGate.BudgetMin == cur.StreamGate.BudgetMin,
+		"tracing":                 old.Tracing == cur.Tracing,
 	} {
 		if !same {
 			keys = append(keys, key)
@@ -83,17 +85,20 @@ func restartOnly(old, cur *Config) []string {
 // need a restart keep their running values; the error names them (the
 // rest was applied).
 func (g *Gateway) Reload(next Config) error {
+	old := g.config()
+	fixed := restartOnly(old, &next)
+	// What needs a restart keeps its running value, and the new file is
+	// validated as it will run: the admin token rule against the running
+	// admin listener, not the one the file names.
+	keepRunning(old, &next)
 	if err := next.Validate(); err != nil {
 		g.reloads.WithLabelValues("rejected").Inc()
 		return err
 	}
-	old := g.config()
-	fixed := restartOnly(old, &next)
-	// What needs a restart keeps its running value.
-	next.Listen, next.NodeListen, next.AdminListen, next.TLS, next.NodeTLS = old.Listen, old.NodeListen, old.AdminListen, old.TLS, old.NodeTLS
-	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format
-	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
-	next.Auth.LimitsStore, next.Auth.UsageFile = old.Auth.LimitsStore, old.Auth.UsageFile
+	if err := weakensSecurity(old, &next); err != nil {
+		g.reloads.WithLabelValues("rejected").Inc()
+		return err
+	}
 	sg, err := g.runtimeConfig(&next, g.sg.Load().Budget)
 	if err != nil {
 		g.reloads.WithLabelValues("rejected").Inc()
@@ -118,6 +123,34 @@ func (g *Gateway) Reload(next Config) error {
 	g.log.Info("configuration reloaded", "generation", gen, "changed", changedKeys(old, &next))
 	if len(fixed) > 0 {
 		return &RestartRequiredError{Keys: fixed}
+	}
+	return nil
+}
+
+// keepRunning copies into next the running values of the keys a reload
+// cannot change.
+func keepRunning(old, next *Config) {
+	next.Listen, next.NodeListen, next.AdminListen, next.TLS, next.NodeTLS = old.Listen, old.NodeListen, old.AdminListen, old.TLS, old.NodeTLS
+	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format
+	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
+	next.Auth.LimitsStore, next.Auth.UsageFile = old.Auth.LimitsStore, old.Auth.UsageFile
+	next.Tracing = old.Tracing
+}
+
+// ErrWeakerSecurity is a reload refused because it would open what the
+// running configuration protects without saying so.
+var ErrWeakerSecurity = errors.New("reload refused: it would weaken security")
+
+// weakensSecurity refuses a reload that removes every client key (the
+// API would open to anyone) or the admin token, unless the new file says
+// so explicitly (auth.allow_anonymous, admin.allow_no_token): a file cut
+// short by a non-atomic write must never open the gateway.
+func weakensSecurity(old, next *Config) error {
+	switch {
+	case len(old.Auth.Keys) > 0 && len(next.Auth.Keys) == 0 && !next.Auth.AllowAnonymous:
+		return fmt.Errorf("%w: the new configuration has no client keys (the API would need none); set auth.allow_anonymous: true to mean it", ErrWeakerSecurity)
+	case old.Admin.TokenSHA256 != "" && next.Admin.TokenSHA256 == "" && !next.Admin.AllowNoToken:
+		return fmt.Errorf("%w: the new configuration has no admin token (the admin API would need none); set admin.allow_no_token: true to mean it", ErrWeakerSecurity)
 	}
 	return nil
 }

@@ -75,12 +75,16 @@ func (w *window) roll(start time.Time) {
 	}
 }
 
-// tenant is one key's state.
+// tenant is one key's state. It outlives the key's configuration: a key
+// removed by a reload keeps its usage and budget windows (absent, every
+// request refused), so putting it back restores them.
 type tenant struct {
 	cfg      KeyConfig
+	present  bool // the key is in the running configuration
 	requests bucket
 	tokens   bucket
 	inFlight int
+	reserved int64 // tokens reserved by the key's admitted requests in flight
 	day      window
 	month    window
 	usage    keyUsage
@@ -118,125 +122,187 @@ func newTenants(keys []KeyConfig, now func() time.Time) *tenants {
 }
 
 // configure applies (re)loaded keys: a key kept keeps its state, a new
-// one starts full, a removed one is forgotten.
+// one starts full, a removed one is kept absent (refused, its usage and
+// windows remembered for when it comes back).
 func (t *tenants) configure(keys []KeyConfig) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	next := map[string]*tenant{}
+	for _, tn := range t.keys {
+		tn.present = false
+	}
 	for _, k := range keys {
 		tn := t.keys[k.ID]
 		if tn == nil {
 			tn = &tenant{}
+			t.keys[k.ID] = tn
 		}
 		if tn.cfg.Limits != k.Limits || tn.requests.last.IsZero() {
 			tn.requests = newBucket(float64(k.Limits.RequestsPerMinute), now)
 			tn.tokens = newBucket(float64(k.Limits.TokensPerMinute), now)
 		}
-		tn.cfg = k
-		next[k.ID] = tn
+		tn.cfg, tn.present = k, true
 	}
-	t.keys = next
+}
+
+// allows reports whether key may use model: an open API (no key) and a
+// key without a model list may use any.
+func (t *tenants) allows(key, model string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tn := t.keys[key]
+	return key == "" || tn != nil && tn.present && tn.cfg.allows(model)
+}
+
+// allows reports whether the key's model list admits model.
+func (k KeyConfig) allows(model string) bool {
+	return len(k.Models) == 0 || slices.ContainsFunc(k.Models, func(m string) bool { return strings.EqualFold(m, model) })
 }
 
 // admission is a request admitted for a key: end settles it.
 type admission struct {
-	t        *tenants
-	key      string
-	estimate int64
-	header   http.Header
+	t       *tenants
+	key     string
+	reserve int64     // tokens reserved at admission
+	shared  int64     // of which the shared store holds (0 when it failed open)
+	at      time.Time // when (the shared store's windows of the reservation)
+	header  http.Header
 }
 
-// admit checks key's limits for a request of model whose prompt is about
-// estimate tokens. On success the caller must end the admission; on
-// refusal the error is the client's 429 (or 403 for a model the key may
-// not use). Either way the x-ratelimit headers are in header.
-func (t *tenants) admit(key, model string, estimate int64, header http.Header) (*admission, *openai.Error) {
+// admit checks key's limits for a request of model that may use up to
+// reserve tokens (its prompt estimate plus its output limit). Token
+// limits — tokens per minute and the day and month budgets — admit a
+// request only if its reservation fits beside what was used and what the
+// key's requests in flight reserved; a request alone may take what is
+// left even when its reservation is larger (a budget is never locked by
+// a large max_tokens), so a burst overshoots a budget by at most one
+// request's estimation error. On success the caller must end the
+// admission; on refusal the error is the client's 429 (403 for a model
+// the key may not use, 401 for a key no longer configured). Either way
+// the x-ratelimit headers are in header.
+func (t *tenants) admit(key, model string, reserve int64, header http.Header) (*admission, *openai.Error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tn := t.keys[key]
-	if tn == nil {
-		return &admission{t: t, key: key}, nil // an open API, or a key without limits
+	if key == "" {
+		return &admission{t: t}, nil // an open API
 	}
-	if len(tn.cfg.Models) > 0 && !slices.ContainsFunc(tn.cfg.Models, func(m string) bool { return strings.EqualFold(m, model) }) {
+	tn := t.keys[key]
+	if tn == nil || !tn.present {
+		return nil, revokedKey()
+	}
+	if !tn.cfg.allows(model) {
 		return nil, &openai.Error{Status: http.StatusForbidden, Type: openai.TypeInvalidRequest, Code: "model_not_allowed", Param: "model",
 			Message: "This API key may not use the model '" + clipID(model) + "'."}
 	}
 	now := t.now()
-	l := tn.cfg.Limits
 	if t.shared != nil {
-		return t.admitShared(tn, now, estimate, header)
+		return t.admitShared(tn, now, reserve, header)
 	}
+	if e := t.admitLocal(tn, now, reserve, header); e != nil {
+		return nil, e
+	}
+	tn.inFlight++
+	tn.reserved += reserve
+	return &admission{t: t, key: key, reserve: reserve, at: now, header: header}, nil
+}
+
+// admitLocal applies tn's limits on this edge and takes what an admitted
+// request takes from its buckets; t.mu is held.
+func (t *tenants) admitLocal(tn *tenant, now time.Time, reserve int64, header http.Header) *openai.Error {
+	l := tn.cfg.Limits
 	tn.requests.refill(now)
 	tn.tokens.refill(now)
 	tn.day.roll(dayStart(now))
 	tn.month.roll(monthStart(now))
 	defer t.headers(tn, header)
+	alone := tn.reserved == 0
 	switch {
 	case l.TokensPerDay > 0 && tn.day.Tokens >= l.TokensPerDay:
-		return nil, budgetExhausted("daily", l.TokensPerDay, dayStart(now).AddDate(0, 0, 1).Sub(now), header)
+		return budgetExhausted("daily", l.TokensPerDay, dayStart(now).AddDate(0, 0, 1).Sub(now), header)
 	case l.TokensPerMonth > 0 && tn.month.Tokens >= l.TokensPerMonth:
-		return nil, budgetExhausted("monthly", l.TokensPerMonth, monthStart(now).AddDate(0, 1, 0).Sub(now), header)
+		return budgetExhausted("monthly", l.TokensPerMonth, monthStart(now).AddDate(0, 1, 0).Sub(now), header)
+	case !fits(tn.day.Tokens+tn.reserved, reserve, l.TokensPerDay, alone):
+		return budgetReserved("daily", l.TokensPerDay, header)
+	case !fits(tn.month.Tokens+tn.reserved, reserve, l.TokensPerMonth, alone):
+		return budgetReserved("monthly", l.TokensPerMonth, header)
 	case l.Concurrent > 0 && tn.inFlight >= l.Concurrent:
-		return nil, rateLimited("requests", "concurrent requests", int64(l.Concurrent), time.Second, header)
+		return rateLimited("requests", "concurrent requests", int64(l.Concurrent), time.Second, header)
 	case l.RequestsPerMinute > 0 && tn.requests.level < 1:
-		return nil, rateLimited("requests", "requests per minute (RPM)", int64(l.RequestsPerMinute), tn.requests.wait(1), header)
-	case l.TokensPerMinute > 0 && tn.tokens.level <= 0:
-		return nil, rateLimited("tokens", "tokens per minute (TPM)", l.TokensPerMinute, tn.tokens.wait(1), header)
+		return rateLimited("requests", "requests per minute (RPM)", int64(l.RequestsPerMinute), tn.requests.wait(1), header)
+	case l.TokensPerMinute > 0 && (tn.tokens.level <= 0 || !fits(l.TokensPerMinute-int64(tn.tokens.level), reserve, l.TokensPerMinute, alone)):
+		return rateLimited("tokens", "tokens per minute (TPM)", l.TokensPerMinute, tn.tokens.wait(float64(min(reserve, l.TokensPerMinute))), header)
 	}
 	if l.RequestsPerMinute > 0 {
 		tn.requests.level--
 	}
 	if l.TokensPerMinute > 0 {
-		tn.tokens.level -= float64(estimate)
+		tn.tokens.level -= float64(reserve)
 	}
-	tn.inFlight++
-	return &admission{t: t, key: key, estimate: estimate, header: header}, nil
+	return nil
+}
+
+// fits reports whether a reservation of reserve fits a limit of which
+// taken (used plus reserved) is gone: it fits what is left, or the
+// request is alone and something is left. A zero limit is no limit.
+func fits(taken, reserve, limit int64, alone bool) bool {
+	return limit <= 0 || taken+reserve <= limit || alone && taken < limit
 }
 
 // admitShared admits a request of tn against the shared store; t.mu is
 // held on entry and exit (not across the store's round trip).
-func (t *tenants) admitShared(tn *tenant, now time.Time, estimate int64, header http.Header) (*admission, *openai.Error) {
+func (t *tenants) admitShared(tn *tenant, now time.Time, reserve int64, header http.Header) (*admission, *openai.Error) {
 	l := tn.cfg.Limits
 	if l.Concurrent > 0 && tn.inFlight >= l.Concurrent { // concurrency stays per edge
 		return nil, rateLimited("requests", "concurrent requests", int64(l.Concurrent), time.Second, header)
 	}
 	tn.inFlight++ // held while the store answers, so concurrency cannot overshoot
 	t.mu.Unlock()
-	e := t.shared.admit(tn.cfg.ID, l, now, header)
+	held, e := t.shared.admit(tn.cfg.ID, l, now, reserve, header)
 	t.mu.Lock()
 	if e != nil {
 		tn.inFlight--
 		return nil, e
 	}
-	return &admission{t: t, key: tn.cfg.ID, estimate: estimate, header: header}, nil
+	a := &admission{t: t, key: tn.cfg.ID, reserve: reserve, at: now, header: header}
+	if held {
+		a.shared = reserve
+	}
+	return a, nil
 }
 
 // end settles an admitted request with its usage: as the upstream
 // reported it, or the runtime's estimate of what was delivered
 // (estimated); nil when nothing is charged (no answer reached the
-// client): the prompt estimate then stands for the rate limit and
-// nothing counts toward budgets.
+// client). The reservation is released and replaced by what was used.
 func (a *admission) end(u *execution.TokenUsage, estimated bool) {
 	t := a.t
+	if a.key == "" {
+		return
+	}
+	var used int64
+	if u != nil {
+		used = u.PromptTokens + u.CompletionTokens
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tn := t.keys[a.key]
-	if tn == nil {
-		return
-	}
 	tn.inFlight = max(0, tn.inFlight-1)
 	tn.usage.Requests++
+	if t.shared != nil {
+		if a.shared > 0 || used > 0 && tn.cfg.Limits.counted() {
+			t.shared.settleAsync(a.key, a.shared, used, a.at)
+		}
+	} else {
+		tn.reserved = max(0, tn.reserved-a.reserve)
+		if tn.cfg.Limits.TokensPerMinute > 0 {
+			tn.tokens.level = min(tn.tokens.capacity, tn.tokens.level+float64(a.reserve-used))
+		}
+	}
 	if u == nil {
 		return
 	}
-	used := u.PromptTokens + u.CompletionTokens
-	if t.shared != nil {
-		go t.shared.settle(a.key, used, t.now()) // off the request's path
-	}
-	if tn.cfg.Limits.TokensPerMinute > 0 {
-		tn.tokens.level -= float64(used - a.estimate)
-	}
+	tn.day.roll(dayStart(t.now()))
+	tn.month.roll(monthStart(t.now()))
 	tn.day.Tokens += used
 	tn.month.Tokens += used
 	tn.usage.PromptTokens += u.PromptTokens
@@ -245,6 +311,14 @@ func (a *admission) end(u *execution.TokenUsage, estimated bool) {
 		tn.usage.EstimatedRequests++
 		tn.usage.EstimatedTokens += used
 	}
+}
+
+// revokedKey is the answer to a request whose key a reload removed or
+// changed after its headers were authenticated and before it was
+// admitted.
+func revokedKey() *openai.Error {
+	return &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
+		Message: "Incorrect API key provided: the key is no longer accepted."}
 }
 
 // headers sets OpenAI's x-ratelimit headers for tn's limits.
@@ -282,6 +356,15 @@ func rateLimited(typ, what string, limit int64, wait time.Duration, h http.Heade
 	return &openai.Error{Status: http.StatusTooManyRequests, Type: typ, Code: "rate_limit_exceeded",
 		Message: "Rate limit reached for this API key on " + what + ": limit " + strconv.FormatInt(limit, 10) +
 			". Please try again in " + resetString(wait) + "."}
+}
+
+// budgetReserved is the answer when a budget has tokens left but the
+// key's requests in flight reserved them.
+func budgetReserved(period string, budget int64, h http.Header) *openai.Error {
+	setRetryAfter(h, time.Second)
+	return &openai.Error{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded",
+		Message: "This API key's " + period + " token budget (" + strconv.FormatInt(budget, 10) + ") is taken by its requests in flight " +
+			"(each reserves its prompt and max_tokens); retry when they finish, or ask for fewer max_tokens."}
 }
 
 func budgetExhausted(period string, budget int64, reset time.Duration, h http.Header) *openai.Error {

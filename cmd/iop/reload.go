@@ -20,7 +20,8 @@ type reloadPolicy struct {
 }
 
 // watchReloads calls reload on SIGHUP and, with p.Watch, when path's
-// content changes, until ctx ends. reload logs its own outcome. Without a
+// content changed and then stayed the same for one interval, until ctx
+// ends. reload logs its own outcome. Without a
 // file, SIGHUP is logged and ignored (it never kills the process).
 func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Logger, reload func()) {
 	hup := make(chan os.Signal, 1)
@@ -28,6 +29,7 @@ func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Lo
 	defer signal.Stop(hup)
 	var tick <-chan time.Time
 	last := fileSum(path)
+	var pending []byte // a changed content seen once, reloaded when the next tick sees it unchanged
 	if p.Watch && path != "" {
 		if p.Interval <= 0 {
 			p.Interval = 2 * time.Second
@@ -48,9 +50,17 @@ func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Lo
 			last = fileSum(path)
 			reload()
 		case <-tick:
-			if sum := fileSum(path); sum != nil && !bytes.Equal(sum, last) {
-				last = sum
+			// A change is acted on once the file has held it for a whole
+			// interval: a file caught halfway through a non-atomic write
+			// is never loaded (the write goes on, the content moves).
+			switch sum := fileSum(path); {
+			case sum == nil || bytes.Equal(sum, last):
+				pending = nil
+			case bytes.Equal(sum, pending):
+				last, pending = sum, nil
 				reload()
+			default:
+				pending = sum
 			}
 		}
 	}

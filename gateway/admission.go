@@ -1,0 +1,47 @@
+package gateway
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/streamgate"
+)
+
+// admit admits a request whose body has been read: its key is checked
+// again against the running configuration (a reload between its headers
+// and its admission may have removed or changed it), then the key's
+// limits with the request's reservation: its prompt estimate and its
+// output limit (the request's own, else auth.default_max_tokens).
+func (g *Gateway) admit(c echo.Context, a *accessInfo, sreq *streamgate.Request) (*admission, *openai.Error) {
+	if result, keyID := g.auth.verify(c.Request()); result != authOK || keyID != a.KeyID {
+		return nil, revokedKey()
+	}
+	return g.tenants.admit(a.KeyID, sreq.Model, sreq.PromptEstimate+g.outputReserve(sreq), sreq.ResponseHeader)
+}
+
+// outputReserve is the output tokens a request reserves.
+func (g *Gateway) outputReserve(sreq *streamgate.Request) int64 {
+	if sreq.Surface == streamgate.SurfaceTunnelOnly && sreq.Work.Run == nil && isEmbeddings(sreq) {
+		return 0 // an embedding has no output tokens
+	}
+	if r := sreq.Work.Run; r != nil && r.Params.MaxTokens != nil && *r.Params.MaxTokens > 0 {
+		return *r.Params.MaxTokens
+	}
+	return cmp.Or(g.config().Auth.DefaultMaxTokens, 1024)
+}
+
+func isEmbeddings(sreq *streamgate.Request) bool {
+	return sreq.Work.Tunnel != nil && sreq.Work.Tunnel.Path == "/v1/embeddings"
+}
+
+// allowedFallbacks drops from the request's fallback chain the models its
+// key may not use (an allowlist applies to every model a request may be
+// served by), and says how many it dropped.
+func (g *Gateway) allowedFallbacks(key string, sreq *streamgate.Request) int {
+	n := len(sreq.Fallbacks)
+	sreq.Fallbacks = slices.DeleteFunc(slices.Clone(sreq.Fallbacks), func(m string) bool { return !g.tenants.allows(key, m) })
+	return n - len(sreq.Fallbacks)
+}
