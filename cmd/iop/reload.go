@@ -27,6 +27,11 @@ func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Lo
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	watchFile(ctx, path, p, log, hup, reload)
+}
+
+// watchFile is watchReloads with its SIGHUP channel given.
+func watchFile(ctx context.Context, path string, p reloadPolicy, log *slog.Logger, hup <-chan os.Signal, reload func()) {
 	var tick <-chan time.Time
 	last := fileSum(path)
 	var pending []byte // a changed content seen once, reloaded when the next tick sees it unchanged
