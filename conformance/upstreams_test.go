@@ -2,9 +2,12 @@ package conformance
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/internal/testing/e2e"
 	"github.com/iopgw/iop/internal/testing/styled"
 	"github.com/iopgw/iop/nodeagent"
@@ -239,4 +243,44 @@ func startMockLLM(t *testing.T, main string) string {
 		t.Fatal("mock-llm did not start within 20 s")
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// TestThirdPartyUsageIsCharged (issue 31, finding 1): an upstream that
+// reports no usage at all (mock-llm) is still charged, with an estimate of
+// what was delivered, on the tunnelled and the translated path, streamed
+// or not; the client's bytes are the upstream's.
+func TestThirdPartyUsageIsCharged(t *testing.T) {
+	main := filepath.Join(jsDir, "node_modules", "@dwmkerr", "mock-llm", "dist", "main.js")
+	if !fileExists(main) {
+		t.Fatal("mock-llm is not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
+	}
+	url := startMockLLM(t, main)
+	for _, path := range []string{"", nodeagent.PathNormalized} {
+		c := e2e.Start(t, e2e.Options{Gateway: func(g *gateway.Config) {
+			g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a")}}
+		}}, func(c *e2e.Cluster) []e2e.NodeSpec {
+			p := nodeagent.ProviderConfig{ID: "up", Adapter: "openai", Path: path, BaseURL: url + "/v1", Capacity: 8, Models: []string{"ok"}}
+			return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{p}}}
+		})
+		for _, stream := range []bool{false, true} {
+			before := c.Metric(t, "iop_edge_key_tokens_total", map[string]string{"key_id": "team-a", "source": "estimated", "kind": "completion"})
+			body := fmt.Sprintf(`{"model":"ok","stream":%v,"messages":[{"role":"user","content":"Tell me something."}]}`, stream)
+			req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer sk-a")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || strings.Contains(string(b), `"usage":{`) {
+				t.Fatalf("path %q stream %v: %d %s", path, stream, resp.StatusCode, b)
+			}
+			charged := c.Metric(t, "iop_edge_key_tokens_total", map[string]string{"key_id": "team-a", "source": "estimated", "kind": "completion"}) - before
+			if charged <= 0 {
+				t.Fatalf("path %q stream %v: nothing charged for %s", path, stream, b)
+			}
+			t.Logf("mock-llm, path %q, stream %v: %v completion tokens estimated for %d bytes of answer", cmp.Or(path, "auto"), stream, charged, len(b))
+		}
+	}
 }
