@@ -28,9 +28,14 @@ type RetryConfig struct {
 	// FallbackOnContentPolicy: a content-policy refusal moves to the next
 	// fallback model instead of being answered; default false.
 	FallbackOnContentPolicy *bool `koanf:"fallback_on_content_policy"`
-	// Resume: continue a committed text stream that was cut or stalled on
-	// a provider that accepts an assistant prefill; default false.
+	// Resume: continue a committed text stream that was cut or stalled (on
+	// a provider that accepts an assistant prefill, else by a verified
+	// splice of a regeneration); default false.
 	Resume *bool `koanf:"resume"`
+	// ResumeSplice: with resume on, a stream no prefill can continue is
+	// regenerated and spliced once the regeneration reproduced the
+	// delivered text byte for byte; default true.
+	ResumeSplice *bool `koanf:"resume_splice"`
 }
 
 // apply overlays the fields r sets onto p.
@@ -55,6 +60,9 @@ func (r RetryConfig) apply(p streamgate.RetryPolicy) streamgate.RetryPolicy {
 	}
 	if r.Resume != nil {
 		p.Resume = *r.Resume
+	}
+	if r.ResumeSplice != nil {
+		p.NoSplice = !*r.ResumeSplice
 	}
 	return p
 }

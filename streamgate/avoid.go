@@ -2,6 +2,7 @@ package streamgate
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/iopgw/iop/execution"
 )
@@ -13,7 +14,23 @@ import (
 // evidence), so every dispatch and every candidate count passes through
 // bind. The request owns one; not safe for concurrent use.
 type avoidance struct {
-	stalled []stallMark // in the order they stalled
+	stalled   []stallMark   // in the order they stalled
+	condemned []condemnMark // providers that could not be reached
+}
+
+// condemnMark is a provider that could not be reached while serving model.
+type condemnMark struct{ provider, model string }
+
+// condemn excludes provider from the request's attempts on every other
+// model: a connect-level failure (refused, reset before an answer,
+// unreachable, its node gone) says the provider cannot serve any model
+// now. The model it failed on keeps its retry policy (a retry after a
+// backoff may find it restarted).
+func (a *avoidance) condemn(provider, model string) {
+	m := condemnMark{provider, strings.ToLower(model)}
+	if provider != "" && !slices.Contains(a.condemned, m) {
+		a.condemned = append(a.condemned, m)
+	}
 }
 
 type stallMark struct {
@@ -37,21 +54,24 @@ func (a *avoidance) stall(provider string, health execution.HealthStatus) {
 	a.stalled = append(a.stalled, stallMark{provider: provider, available: health == execution.HealthAvailable})
 }
 
-// bind returns dreq with the request's stall evidence applied: the latest
+// bind returns dreq with the request's evidence applied: the latest
 // stalled provider is the avoided one (kept only as a fallback, and only
 // on exact available evidence); earlier stalled providers without
-// available evidence are excluded outright. Anything dreq itself set for
+// available evidence, and condemned providers, are excluded outright. Anything dreq itself set for
 // avoidance is replaced: the request's evidence is the one rule.
 func (a *avoidance) bind(dreq DispatchRequest) DispatchRequest {
-	n := len(a.stalled)
-	if n == 0 {
-		return dreq
-	}
-	last := a.stalled[n-1]
-	dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = last.provider, last.available
 	var extra []string
-	for _, m := range a.stalled[:n-1] {
-		if !m.available && !slices.Contains(dreq.Exclude, m.provider) {
+	for _, c := range a.condemned {
+		if c.model != strings.ToLower(dreq.Model) && !slices.Contains(dreq.Exclude, c.provider) && !slices.Contains(extra, c.provider) {
+			extra = append(extra, c.provider)
+		}
+	}
+	if n := len(a.stalled); n > 0 {
+		last := a.stalled[n-1]
+		dreq.AvoidProviderID, dreq.AllowAvoidedProviderFallback = last.provider, last.available
+	}
+	for _, m := range a.stalled[:max(0, len(a.stalled)-1)] {
+		if !m.available && !slices.Contains(dreq.Exclude, m.provider) && !slices.Contains(extra, m.provider) {
 			extra = append(extra, m.provider)
 		}
 	}
@@ -59,4 +79,19 @@ func (a *avoidance) bind(dreq DispatchRequest) DispatchRequest {
 		dreq.Exclude = append(append([]string(nil), dreq.Exclude...), extra...)
 	}
 	return dreq
+}
+
+// condemns reports whether o is a connect-level failure, which condemns
+// its provider for every model: the upstream could not be reached at all
+// (refused, DNS, TLS, reset or timed out before an answer), or the node
+// lost the provider or never took the work.
+func condemns(o outcome) bool {
+	switch {
+	case o.kind == outTransport:
+		return o.cause == causeGone || o.cause == causeDispatch
+	case o.kind == outUpstream, o.kind == outAbnormal:
+		u := o.upstream
+		return u != nil && u.Status == 0 && !o.producedOutput && strings.HasPrefix(u.Code, "upstream_")
+	}
+	return false
 }

@@ -35,6 +35,15 @@ func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) b
 		rt.fail(ctx, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Code: codeContentFilter,
 			Message: "The response was blocked by the gateway's content filter."}, &o)
 		return false
+	case outDiverged:
+		rt.cfg.Metrics.resumes.WithLabelValues("diverged").Inc()
+		rt.cfg.Log.Info("resuming a cut stream failed: the regeneration diverged", "resume", "diverged", "delivered_bytes", rt.rs.text.Len())
+		rt.endResume()
+		rt.fail(ctx, divergedError(), &o)
+		return false
+	}
+	if condemns(o) {
+		rt.avoid.condemn(o.providerID, dreq.Model) // it cannot be reached: no other model of it either
 	}
 	if o.kind == outStall {
 		health := execution.HealthUnknown
@@ -164,7 +173,10 @@ func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *D
 		}
 		return routeOther, 0
 	}
-	if onModel && class != ClassStall {
+	// A silent target (a stall, a first-token timeout) is the worst
+	// candidate: the fallback chain comes before it.
+	silent := class == ClassStall || class == ClassFirstTokenTimeout
+	if onModel && !silent {
 		rt.modelRetries++
 		dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
 		return routeSame, max(pol.backoff(rt.modelRetries, class), ra)
@@ -174,6 +186,14 @@ func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *D
 		// candidate on the fallback model too: rt.avoid binds every
 		// dispatch of the request.
 		return routeFallback, 0
+	}
+	if onModel && class == ClassFirstTokenTimeout {
+		// Nothing else can serve: the silent target again, after a
+		// backoff (a first-token timeout is not the contract's stall, so
+		// no health evidence is needed).
+		rt.modelRetries++
+		dreq.Exclude = slices.DeleteFunc(failed, func(id string) bool { return id == o.providerID })
+		return routeSame, pol.backoff(rt.modelRetries, class)
 	}
 	if onModel && available {
 		// A stall, no other provider and no fallback left: the same

@@ -106,9 +106,14 @@ type RetryPolicy struct {
 	// FallbackOnContentPolicy moves a content-policy refusal to the next
 	// fallback model instead of answering it; off by default.
 	FallbackOnContentPolicy bool
-	// Resume continues a committed text stream that was cut or stalled on
-	// a provider that accepts an assistant prefill; off by default.
+	// Resume continues a committed text stream that was cut or stalled:
+	// on a provider that accepts an assistant prefill, else by splicing a
+	// regeneration that reproduces the delivered text (see resume.go);
+	// off by default.
 	Resume bool
+	// NoSplice turns the splice rung of resuming off: only a prefill
+	// continues a cut stream.
+	NoSplice bool
 }
 
 // DefaultRetryPolicy is the policy of a model nothing configures: two

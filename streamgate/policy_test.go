@@ -148,8 +148,14 @@ func TestRetryPolicyScenarios(t *testing.T) {
 			want: "p@p1 f@f1", body: "fine"},
 		{name: "first token slow, no limit", primary: silentFor(20 * time.Second),
 			want: "p@p1", body: "late", minT: 40 * time.Second, maxT: 40 * time.Second}, // 20 s before each item
+		// A first-token timeout is evidence that the target is silent now:
+		// the fallback first, at once (issue 29).
 		{name: "first token slow, 1s limit", primary: silentFor(20 * time.Second), pol: ftt,
-			want: "p@p1 p@p1 p@p1 f@f1", body: "fine", minT: 3*time.Second + 1125*time.Millisecond, maxT: 3*time.Second + 1500*time.Millisecond},
+			want: "p@p1 f@f1", body: "fine", minT: time.Second, maxT: time.Second},
+		{name: "first token slow, 1s limit, two primaries", primary: silentFor(20 * time.Second), pol: ftt, twoPrimary: true,
+			want: "p@p1 p@p2 f@f1", body: "fine", minT: 2 * time.Second, maxT: 2 * time.Second},
+		{name: "first token slow, 1s limit, one provider for both", primary: silentFor(20 * time.Second), pol: ftt, sharedAlone: true,
+			want: "p@s f@s", body: "fine", minT: time.Second, maxT: time.Second},
 		{name: "context length", primary: always(upstreamFail(400, "context_length_exceeded", 0)),
 			want: "p@p1 f@f1", body: "fine"},
 		{name: "content policy", primary: always(upstreamFail(400, "content_policy_violation", 0)),
@@ -227,6 +233,8 @@ func TestResume(t *testing.T) {
 	cut := &fakeAttempt{items: []Item{delta("Hello"), delta(" wor")}}
 	resumeOn := DefaultRetryPolicy()
 	resumeOn.Resume = true
+	noSplice := resumeOn
+	noSplice.NoSplice = true
 	for _, tt := range []struct {
 		name      string
 		prefill   map[string]bool
@@ -241,7 +249,7 @@ func TestResume(t *testing.T) {
 			body: []string{`"content":"Hello"`, `"content":" wor"`, `"content":"ld."`, "[DONE]"}, notInBody: []string{"upstream_error", "Hello world"}},
 		{name: "refusal skipped", prefill: map[string]bool{"f1": true, "f2": true}, pol: resumeOn, want: "p@p1 f@f1 f@f2",
 			body: []string{`"content":"ld."`, "[DONE]"}, notInBody: []string{"prefill"}},
-		{name: "nothing continues", prefill: map[string]bool{"f1": true}, pol: resumeOn, want: "p@p1 f@f1",
+		{name: "nothing continues (splice off)", prefill: map[string]bool{"f1": true}, pol: noSplice, want: "p@p1 f@f1",
 			body: []string{"upstream_error"}, notInBody: []string{"[DONE]", "prefill"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,10 +27,12 @@ const (
 	outFiltered                  // the semantic filter blocked the output
 	outShutdown                  // the gateway's drain deadline passed
 	outFirstToken                // no output within the first-token timeout
+	outDiverged                  // a splice's regeneration differed from the text the client has
 )
 
 func (k outKind) String() string {
-	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered", "shutdown", "first_token_timeout"}[k]
+	return [...]string{"success", "cancelled", "stall", "upstream_error", "transport", "abnormal_end", "filtered", "shutdown",
+		"first_token_timeout", "resume_diverged"}[k]
 }
 
 // outCause refines a transport failure.
@@ -235,8 +237,12 @@ func (ar *attemptRun) finishOut(p []byte) error {
 // event handles one normalized event; non-nil when the attempt ended.
 func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 	rt := ar.rt
-	if rt.rs.active && !rt.continuation(&ev) {
-		return nil
+	if rt.rs.active {
+		if keep, stop := rt.continuation(&ev); stop != nil {
+			return stop
+		} else if !keep {
+			return nil
+		}
 	}
 	if rt.req.AskedModelName {
 		ev.Model = "" // the encoder keeps the name the client asked for

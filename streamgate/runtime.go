@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -236,20 +235,20 @@ func (rt *runtime) dispatch(ctx context.Context, dreq *DispatchRequest) (Attempt
 // fallback moves dreq to the next fallback model that has a provider;
 // false when none is left or the request cannot be rebuilt for it.
 func (rt *runtime) fallback(dreq *DispatchRequest) bool {
+	if rt.rs.active {
+		return false // a continuation moves by the resume ladder, not here
+	}
 	for len(rt.models) > 0 && rt.req.RebuildForModel != nil {
 		model := rt.models[0]
 		rt.models = rt.models[1:]
 		work, err := rt.req.RebuildForModel(model)
-		if rt.rs.active {
-			work, err = rt.req.Continue(model, rt.rs.text.String())
-		}
 		if err != nil {
 			continue
 		}
+		// Exclusion is per (provider, model): a provider that failed the
+		// previous model may serve this one (rt.avoid still binds stall
+		// evidence and providers that could not be reached).
 		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work}
-		if rt.rs.active {
-			next.Prefill, next.Exclude = true, slices.Clone(rt.rs.failed)
-		}
 		if rt.candidates(next).Alternates == 0 {
 			continue // nothing serves it now: the next one
 		}
@@ -300,6 +299,11 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 		rt.cycleResult(resultNotSelected)
 	default:
 		rt.cycleResult(resultDispatchFailed)
+	}
+	if rt.rs.cut != nil && rt.resp.State() != TransportUncommitted {
+		// A continuation found nowhere to go: the client gets the cut.
+		rt.fail(ctx, nil, rt.rs.cut)
+		return
 	}
 	if rt.lastFail != nil {
 		// Failover found nowhere to go: the client gets the failure itself.

@@ -161,11 +161,12 @@ const (
 	codeMaxAttempts         = "max_attempts_exceeded"
 	codeQueueFull           = "queue_full"
 	codeNoProvider          = "no_provider_available"
+	codeResumeDiverged      = "resume_diverged"
 )
 
 // knownCodes label the terminals metric (a closed set).
 var knownCodes = set(codeResponseStalled, codeShuttingDown, codeUpstreamError, codeQueueFull, codeNoProvider, codeUpstreamUnavailable,
-	codeBudgetExhausted, codeMaxAttempts, codeFirstTokenTimeout, codeContentFilter, "context_length_exceeded", "rate_limit_exceeded")
+	codeBudgetExhausted, codeMaxAttempts, codeFirstTokenTimeout, codeContentFilter, codeResumeDiverged, "context_length_exceeded", "rate_limit_exceeded")
 
 func closedCode(c string) string { return closed(knownCodes, c, "other") }
 

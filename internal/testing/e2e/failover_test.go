@@ -185,7 +185,7 @@ func TestFailoverScenarios(t *testing.T) {
 		{fault: "reset-before-headers", primary: 3, backup: 1, status: 200, text: full, done: true, description: "reset before headers (connect)"},
 		{fault: "accept-silent", primary: 1, backup: 1, status: 200, text: full, done: true, description: "accept, then silence: stall → fallback"},
 		{fault: "slow-ttft-300ms", primary: 1, backup: 0, status: 200, text: full, done: true, description: "slow first token, no limit"},
-		{fault: "slow-ttft-300ms", gw: ftt, primary: 3, backup: 1, status: 200, text: full, done: true, description: "slow first token, 100ms first-token timeout"},
+		{fault: "slow-ttft-300ms", gw: ftt, primary: 1, backup: 1, status: 200, text: full, done: true, description: "slow first token, 100ms first-token timeout"},
 		{fault: "cut-after-3", primary: 1, backup: 0, status: 200, code: "upstream_error", text: "Hello world from", description: "cut after 3 tokens (committed)"},
 		{fault: "stall-after-3", primary: 1, backup: 0, status: 200, code: "response_stalled", text: "Hello world from", description: "stall after 3 tokens (committed)"},
 		{fault: "malformed-at-3", primary: 1, backup: 0, status: 200, text: "Hello world", description: "one malformed event (tunnelled as sent)"},
@@ -347,7 +347,54 @@ func TestResumeThroughTheEdge(t *testing.T) {
 			t.Fatalf("the continuation carried no assistant prefix: %s", m)
 		}
 	}
-	if v := c.Metric(t, "iop_edge_resumes_total", map[string]string{"outcome": "continued"}); v < 2 {
-		t.Fatalf("iop_edge_resumes_total{continued} = %v", v)
+	if v := c.Metric(t, "iop_edge_resumes_total", map[string]string{"outcome": "prefill"}); v < 2 {
+		t.Fatalf("iop_edge_resumes_total{prefill} = %v", v)
+	}
+}
+
+// TestSpliceThroughTheEdge (issue 29): a committed stream cut with no
+// fallback that takes a prefill is regenerated on the fallback and spliced:
+// the client reads the clean answer once (the sims are deterministic); a
+// fallback whose answer differs ends the stream with resume_diverged and
+// not one byte of the difference.
+func TestSpliceThroughTheEdge(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		on := true
+		g.Models = []gateway.ModelConfig{
+			{Name: "primary", Fallbacks: []string{"backup"}, Retry: gateway.RetryConfig{Resume: &on}},
+			{Name: "other", Fallbacks: []string{"ok"}, Retry: gateway.RetryConfig{Resume: &on}},
+		}
+		fastRetry(g)
+	}}, func(c *Cluster) []NodeSpec {
+		no := false
+		cut := Sim("p", nodeagent.SimConfig{CutAfter: 3, TokenLatency: time.Millisecond})
+		cut.Models = []string{"primary", "other"}
+		same := Sim("b", nodeagent.SimConfig{TokenLatency: time.Millisecond})
+		same.Models, same.Prefill = []string{"backup"}, &no
+		differs := c.WallProvider("w", "openai", nodeagent.PathAuto, "ok")
+		differs.Prefill = &no
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{cut, same, differs}}}
+	})
+	want := sdkStream(t, c.URL, "backup")
+	for _, client := range []string{"curl", "openai-go"} {
+		var got clientResult
+		if client == "curl" {
+			got = curlStream(t, c.URL, "primary")
+		} else {
+			got = sdkStream(t, c.URL, "primary")
+		}
+		if got.status != 200 || !got.done || got.code != "" || got.text != want.text {
+			t.Fatalf("%s got %+v; want %q once", client, got, want.text)
+		}
+	}
+	if v := c.Metric(t, "iop_edge_resumes_total", map[string]string{"outcome": "splice"}); v != 2 {
+		t.Fatalf("iop_edge_resumes_total{splice} = %v", v)
+	}
+	got := curlStream(t, c.URL, "other")
+	if got.code != "resume_diverged" || got.done || !strings.HasPrefix(want.text, got.text) || got.text == "" {
+		t.Fatalf("a diverging splice: %+v (the cut sent a prefix of %q)", got, want.text)
+	}
+	if v := c.Metric(t, "iop_edge_resumes_total", map[string]string{"outcome": "diverged"}); v != 1 {
+		t.Fatalf("iop_edge_resumes_total{diverged} = %v", v)
 	}
 }
