@@ -82,16 +82,24 @@ func (a *avoidance) bind(dreq DispatchRequest) DispatchRequest {
 }
 
 // condemns reports whether o is a connect-level failure, which condemns
-// its provider for every model: the upstream could not be reached at all
-// (refused, DNS, TLS, reset or timed out before an answer), or the node
-// lost the provider or never took the work.
+// its provider for the request's other models: its server could not be
+// reached at all (connection refused, DNS, TLS, the network), or the node
+// lost the provider or never took the work. A reset or a timeout after
+// the connection was made may be the model's alone, and condemns only the
+// (provider, model) target.
 func condemns(o outcome) bool {
 	switch {
 	case o.kind == outTransport:
 		return o.cause == causeGone || o.cause == causeDispatch
 	case o.kind == outUpstream, o.kind == outAbnormal:
 		u := o.upstream
-		return u != nil && u.Status == 0 && !o.producedOutput && strings.HasPrefix(u.Code, "upstream_")
+		if u == nil || u.Status != 0 || o.producedOutput {
+			return false
+		}
+		switch u.Code {
+		case "upstream_refused", "upstream_dns", "upstream_tls", "upstream_unreachable":
+			return true
+		}
 	}
 	return false
 }

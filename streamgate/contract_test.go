@@ -59,7 +59,7 @@ func TestStalledProviderAvoidedOnEveryLaterAttempt(t *testing.T) {
 	}{
 		{"unknown", "p@s", http.StatusGatewayTimeout, "response_stalled"},
 		{"unavailable", "p@s", http.StatusGatewayTimeout, "response_stalled"},
-		{"available", "p@s p@s", http.StatusOK, "second answer"},
+		{"available", "p@s f1@s", http.StatusOK, "second answer"}, // another target first: the silent one last
 	} {
 		t.Run(tt.health, func(t *testing.T) {
 			w := &world{models: map[string][]string{"p": {"s"}, "f1": {"s"}, "f2": {"s"}}}

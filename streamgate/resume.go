@@ -156,7 +156,7 @@ func (rt *runtime) nextContinuation(model string) (DispatchRequest, resumeMode, 
 		}
 		for i, m := range models {
 			next, ok := rt.continuationFor(m, mode)
-			if !ok || rt.candidates(next).Alternates == 0 {
+			if !ok || !rt.servable(next) {
 				continue
 			}
 			if i > 0 {

@@ -249,7 +249,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		// previous model may serve this one (rt.avoid still binds stall
 		// evidence and providers that could not be reached).
 		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work}
-		if rt.candidates(next).Alternates == 0 {
+		if !rt.servable(next) {
 			continue // nothing serves it now: the next one
 		}
 		*dreq = next
@@ -264,6 +264,15 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 // evidence.
 func (rt *runtime) candidates(r DispatchRequest) Candidates {
 	return rt.cfg.Dispatcher.Candidates(rt.avoid.bind(r))
+}
+
+// servable reports whether someone could serve r now: an alternate, or
+// the avoided provider where the evidence allows it (a stalled provider
+// with exact available evidence may serve another model).
+func (rt *runtime) servable(r DispatchRequest) bool {
+	b := rt.avoid.bind(r)
+	c := rt.cfg.Dispatcher.Candidates(b)
+	return c.Alternates > 0 || c.AvoidedOnly && b.AllowAvoidedProviderFallback
 }
 
 func (rt *runtime) endBudget() {
