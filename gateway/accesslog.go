@@ -51,11 +51,12 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 		return writeError(c, e)
 	}
 	a.FallbacksSkipped = g.allowedFallbacks(a.KeyID, sreq)
-	g.withAlias(sreq)
-	g.withResume(sreq)
+	gen := g.genOf(c)
+	g.withAlias(gen.cfg, sreq)
+	g.withResume(gen.cfg, sreq)
 	var sum streamgate.Summary
 	defer func() { adm.end(sum.Usage, sum.UsageEstimated) }() // settled even if serving panics: the key's concurrency slot comes back
-	sum = streamgate.Serve(c.Request().Context(), g.sg.Load(), sreq, c.Response())
+	sum = streamgate.Serve(c.Request().Context(), gen.sg, sreq, c.Response())
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
 	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
 	a.Sum = &sum
@@ -80,7 +81,8 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
-		mode := g.config().Log.Access
+		logCfg := g.confOf(c).Log
+		mode := logCfg.Access
 		if mode == AccessOff {
 			return err
 		}
@@ -96,7 +98,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			outcome = "http_" + strconv.Itoa(status)
 		}
 		failed := status >= 400 || outcome != "ok"
-		if !failed && (mode == AccessErrors || g.config().Log.AccessSample < 1 && rand.Float64() >= g.config().Log.AccessSample) {
+		if !failed && (mode == AccessErrors || logCfg.AccessSample < 1 && rand.Float64() >= logCfg.AccessSample) {
 			return err
 		}
 		level := slog.LevelInfo

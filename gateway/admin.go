@@ -175,7 +175,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 
 func (g *Gateway) adminProviders(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{"providers": g.pool.Snapshot(), "models": g.models.snapshot(g.config()),
-		"config_generation": g.confGen.Load()})
+		"config_generation": g.gen.Load().n})
 }
 
 func (g *Gateway) adminNodes(w http.ResponseWriter, _ *http.Request) {

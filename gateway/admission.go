@@ -19,18 +19,18 @@ func (g *Gateway) admit(c echo.Context, a *accessInfo, sreq *streamgate.Request)
 	if result, keyID := g.auth.verify(c.Request()); result != authOK || keyID != a.KeyID {
 		return nil, revokedKey()
 	}
-	return g.tenants.admit(a.KeyID, sreq.Model, sreq.PromptEstimate+g.outputReserve(sreq), sreq.ResponseHeader)
+	return g.tenants.admit(a.KeyID, sreq.Model, sreq.PromptEstimate+outputReserve(g.confOf(c), sreq), sreq.ResponseHeader)
 }
 
 // outputReserve is the output tokens a request reserves.
-func (g *Gateway) outputReserve(sreq *streamgate.Request) int64 {
+func outputReserve(cfg *Config, sreq *streamgate.Request) int64 {
 	if sreq.Surface == streamgate.SurfaceTunnelOnly && sreq.Work.Run == nil && isEmbeddings(sreq) {
 		return 0 // an embedding has no output tokens
 	}
 	if r := sreq.Work.Run; r != nil && r.Params.MaxTokens != nil && *r.Params.MaxTokens > 0 {
 		return *r.Params.MaxTokens
 	}
-	return cmp.Or(g.config().Auth.DefaultMaxTokens, 1024)
+	return cmp.Or(cfg.Auth.DefaultMaxTokens, 1024)
 }
 
 func isEmbeddings(sreq *streamgate.Request) bool {

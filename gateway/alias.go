@@ -22,8 +22,8 @@ type ModelTarget struct {
 // targetOf is the model pp serves for the name a client asked (its own
 // name, or the alias's target it serves) and that target's weight; ""
 // when it serves neither.
-func (p *Pool) targetOf(pp *pooled, model string) (string, int) {
-	if ts := p.aliases(model); len(ts) > 0 {
+func targetOf(pp *pooled, model string, aliases func(string) []ModelTarget) (string, int) {
+	if ts := aliases(model); len(ts) > 0 {
 		for _, t := range ts {
 			if t.Provider != "" && t.Provider != pp.key.edgeID() {
 				continue
@@ -113,17 +113,17 @@ func (g *Gateway) modelNames() []string {
 // path, which iop renders under the name the client asked for (the tunnel
 // would carry the upstream's own name). Endpoints that only tunnel
 // (embeddings, completions) answer with the target's name.
-func (g *Gateway) withAlias(sreq *streamgate.Request) {
-	if sreq.Work.Run == nil || !g.rendersAlias(sreq.Model) {
+func (g *Gateway) withAlias(cfg *Config, sreq *streamgate.Request) {
+	if sreq.Work.Run == nil || !cfg.rendersAlias(sreq.Model) {
 		return
 	}
 	sreq.AskedModelName = true
-	translatedOnly(sreq, g.rendersAlias)
+	translatedOnly(sreq, cfg.rendersAlias)
 }
 
 // rendersAlias reports whether model is an alias whose answers iop renders
 // under the alias's name.
-func (g *Gateway) rendersAlias(model string) bool {
-	m := g.config().model(model)
+func (c *Config) rendersAlias(model string) bool {
+	m := c.model(model)
 	return len(m.Targets) > 0 && !m.ExposeTarget
 }

@@ -24,14 +24,14 @@ type dispatcher struct {
 	pool   *Pool
 	hub    *Hub
 	tracer trace.Tracer
+	cfg    *Config // the generation's: its aliases and queues for every request under it
 }
 
 var _ streamgate.Dispatcher = (*dispatcher)(nil)
 
 // Dispatch implements [streamgate.Dispatcher].
 func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
-	l, err := d.pool.Acquire(ctx, ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
-		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill})
+	l, err := d.pool.Acquire(ctx, d.poolRequest(req))
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +67,18 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 
 // Candidates implements [streamgate.Dispatcher].
 func (d *dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candidates {
-	return d.pool.Candidates(ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
-		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill})
+	return d.pool.Candidates(d.poolRequest(req))
+}
+
+// poolRequest is the one conversion of a runtime dispatch request to the
+// pool's, with this generation's aliases and queue settings.
+func (d *dispatcher) poolRequest(req streamgate.DispatchRequest) ProviderPoolDispatchRequest {
+	r := ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
+		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill}
+	if d.cfg != nil {
+		r.Aliases, r.Queue = d.cfg.aliasTargets, d.cfg.queueConfig
+	}
+	return r
 }
 
 // The client surfaces a provider may serve natively (nodes advertise

@@ -48,15 +48,13 @@ type Options struct {
 
 // Gateway is one edge.
 type Gateway struct {
-	conf    atomic.Pointer[Config] // the current configuration; replaced whole by Reload
-	confGen atomic.Uint64          // its generation (1 at start)
+	gen     atomic.Pointer[generation] // the running configuration; replaced whole, in one step, by Reload
 	models  modelStats
 	opts    Options
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	pool    *Pool
 	hub     *Hub
-	sg      atomic.Pointer[streamgate.Config]
 	auth    *authenticator
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
@@ -101,8 +99,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
 	cfg.resolvePolicies()
-	g.conf.Store(&cfg)
-	g.confGen.Store(1)
+	g.gen.Store(&generation{n: 1, cfg: &cfg})
 	g.drain, g.drainNow = context.WithCancel(context.Background())
 	g.health = newHealthObservability(g.reg, g.log)
 	g.events = newEventLog()
@@ -143,7 +140,7 @@ func (g *Gateway) newRuntime(cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	g.sg.Store(sg)
+	g.gen.Store(&generation{n: 1, cfg: cfg, sg: sg})
 	g.newConfigMetrics()
 	g.corsMW.set(cfg.CORS)
 	return nil
@@ -189,8 +186,20 @@ func (g *Gateway) closeTenancy() {
 	}
 }
 
-// config is the current configuration.
-func (g *Gateway) config() *Config { return g.conf.Load() }
+// generation is one configuration as it runs: the validated
+// configuration and the request runtime's configuration built from it.
+// Immutable; a request takes one at its entry and keeps it to its end
+// (admission, dispatch, failover, resume, settlement), so a reload never
+// changes a request in flight.
+type generation struct {
+	n   uint64 // 1 at start, +1 per applied reload
+	cfg *Config
+	sg  *streamgate.Config
+}
+
+// config is the running configuration, for what is not a request (the
+// admin API, the pool's status, listeners).
+func (g *Gateway) config() *Config { return g.gen.Load().cfg }
 
 // runtimeConfig is the request runtime's configuration for cfg, sharing
 // budget (its counters survive a reload).
@@ -200,10 +209,10 @@ func (g *Gateway) runtimeConfig(cfg *Config, budget *streamgate.Budget) (*stream
 		return nil, err
 	}
 	sg := streamgate.Config{
-		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub, tracer: g.tracer}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
+		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub, tracer: g.tracer, cfg: cfg}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
 		Hold:           streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
-		Policy:         func(model string) streamgate.RetryPolicy { return g.config().RetryPolicy(model) },
+		Policy:         cfg.RetryPolicy, // this generation's, for every request that runs under it
 		BackstopMargin: cfg.StreamGate.BackstopMargin,
 		Budget:         budget,
 		Metrics:        g.sgMetrics,
@@ -218,13 +227,16 @@ func filterRules(f FilterConfig) []streamgate.FilterRule {
 	return f.Rules
 }
 
-func (g *Gateway) queueConfig(model string) QueueConfig {
-	q := g.config().model(model).Queue
+func (g *Gateway) queueConfig(model string) QueueConfig { return g.config().queueConfig(model) }
+
+// queueConfig is model's queue: its own settings over the gateway's.
+func (c *Config) queueConfig(model string) QueueConfig {
+	q := c.model(model).Queue
 	if q.MaxLength <= 0 {
-		q.MaxLength = g.config().Queue.MaxLength
+		q.MaxLength = c.Queue.MaxLength
 	}
 	if q.MaxWait <= 0 {
-		q.MaxWait = g.config().Queue.MaxWait
+		q.MaxWait = c.Queue.MaxWait
 	}
 	return q
 }
@@ -323,7 +335,7 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 		admin = adminLn.Addr().String()
 	}
 	g.log.Info("edge listening", "http", httpLn.Addr().String(), "node", nodeLn.Addr().String(), "admin", admin,
-		"config_generation", g.confGen.Load())
+		"config_generation", g.gen.Load().n)
 
 	var first error
 	select {

@@ -104,11 +104,11 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	req, oe := ollama.Decode(body, generate, g.config().Limits.MaxDepth)
+	req, oe := ollama.Decode(body, generate, g.confOf(c).Limits.MaxDepth)
 	if oe != nil {
 		return c.JSONBlob(oe.Status, oe.Body())
 	}
-	if e := g.knownModel(req.Model); e != nil {
+	if e := g.knownModel(g.confOf(c), req.Model); e != nil {
 		if e.Status == http.StatusNotFound {
 			nf := ollama.ModelNotFound(req.Model)
 			return c.JSONBlob(nf.Status, nf.Body())
@@ -132,7 +132,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	}
 	sreq := &streamgate.Request{Surface: surface, Stream: req.Stream, Model: req.Model, Need: streamgate.NeedOllamaAware,
 		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: "req_" + randomID(), PromptEstimate: streamgate.EstimatePromptTokens(body)}
-	if len(body) <= g.config().StreamGate.SnapshotMaxBytes {
+	if len(body) <= g.confOf(c).StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}
 	return g.serve(c, sreq)

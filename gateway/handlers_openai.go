@@ -20,11 +20,11 @@ func (g *Gateway) chatCompletions(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	req, e := openai.DecodeChatRequest(body, g.limits())
+	req, e := openai.DecodeChatRequest(body, g.limits(c))
 	if e != nil {
 		return writeError(c, e)
 	}
-	if e := g.knownModel(req.Model); e != nil {
+	if e := g.knownModel(g.confOf(c), req.Model); e != nil {
 		return writeError(c, e)
 	}
 	run := req.RunRequest()
@@ -44,11 +44,11 @@ func (g *Gateway) responses(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	req, e := openai.DecodeResponsesRequest(body, g.limits())
+	req, e := openai.DecodeResponsesRequest(body, g.limits(c))
 	if e != nil {
 		return writeError(c, e)
 	}
-	if e := g.knownModel(req.Model); e != nil {
+	if e := g.knownModel(g.confOf(c), req.Model); e != nil {
 		return writeError(c, e)
 	}
 	run := req.RunRequest()
@@ -77,7 +77,7 @@ func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
 		if e != nil {
 			return writeError(c, e)
 		}
-		if e := openai.CheckBody(body, g.limits()); e != nil {
+		if e := openai.CheckBody(body, g.limits(c)); e != nil {
 			return writeError(c, e)
 		}
 		var head struct {
@@ -90,7 +90,7 @@ func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
 		if head.Model == nil || *head.Model == "" {
 			return writeError(c, openai.InvalidRequest("model", "you must provide a model parameter"))
 		}
-		if e := g.knownModel(*head.Model); e != nil {
+		if e := g.knownModel(g.confOf(c), *head.Model); e != nil {
 			return writeError(c, e)
 		}
 		sreq := g.baseRequest(c, streamgate.SurfaceTunnelOnly, *head.Model, body, nil, path)
@@ -111,9 +111,10 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 		run.Header = httphdr.Propagate(c.Request().Header)
 	}
 	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: model, Method: http.MethodPost, Path: path, Header: hdr, Body: body}
-	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: g.config().model(model).Fallbacks,
+	cfg := g.confOf(c)
+	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: cfg.model(model).Fallbacks,
 		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID(), PromptEstimate: streamgate.EstimatePromptTokens(body)}
-	if len(body) <= g.config().StreamGate.SnapshotMaxBytes {
+	if len(body) <= cfg.StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}
 	sreq.RebuildForModel = func(m string) (streamgate.Work, error) {
@@ -181,16 +182,16 @@ func (g *Gateway) starting() bool {
 // reconnecting), or while the edge is starting and its nodes have not all
 // connected yet; 404 model_not_found only for a model nothing is
 // configured to serve and no node ever served.
-func (g *Gateway) knownModel(model string) *openai.Error {
+func (g *Gateway) knownModel(cfg *Config, model string) *openai.Error {
 	if g.pool.Known(model) {
 		return nil
 	}
-	for _, f := range g.config().model(model).Fallbacks {
+	for _, f := range cfg.model(model).Fallbacks {
 		if g.pool.Known(f) {
 			return nil
 		}
 	}
-	if g.config().configured(model) || g.starting() || g.pool.Served(model) {
+	if cfg.configured(model) || g.starting() || g.pool.Served(model) {
 		return openai.ModelUnavailable(model)
 	}
 	return openai.ModelNotFound(model)

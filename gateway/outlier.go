@@ -89,11 +89,11 @@ func (p *Pool) reportResult(pp *pooled, r attemptResult) bool {
 // admissible ones minus those ejected as outliers — unless every
 // admissible provider is ejected, in which case all of them stay routable
 // (panic routing: a degraded provider beats none).
-func (p *Pool) routableLocked(model string, need streamgate.Need, surface string) []*pooled {
+func (p *Pool) routableLocked(model string, need streamgate.Need, surface string, aliases func(string) []ModelTarget) []*pooled {
 	now := p.now()
 	var healthy, ejected []*pooled
 	for _, pp := range p.providers {
-		if !p.admissibleLocked(pp, model, need, surface) {
+		if !p.admissibleLocked(pp, model, need, surface, aliases) {
 			continue
 		}
 		if pp.outlier.ejected(now) {

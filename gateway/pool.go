@@ -37,6 +37,20 @@ type ProviderPoolDispatchRequest struct {
 	// Prefill selects only providers that continue an assistant prefill
 	// (a resumed stream).
 	Prefill bool
+	// Aliases and Queue are the request's configuration generation's alias
+	// targets and queue settings (nil: the pool's own, the running
+	// configuration's), so a request queued or retried across a reload
+	// keeps the ones it started with.
+	Aliases func(model string) []ModelTarget
+	Queue   func(model string) QueueConfig
+}
+
+// aliasesOf is the alias table req resolves model names with.
+func (p *Pool) aliasesOf(req ProviderPoolDispatchRequest) func(string) []ModelTarget {
+	if req.Aliases != nil {
+		return req.Aliases
+	}
+	return p.aliases
 }
 
 // providerKey identifies a provider on one connection.
@@ -268,8 +282,8 @@ func (p *Pool) RemoveNode(nodeID string, gen uint64) {
 // admissibleLocked reports whether a provider may take work, ignoring
 // capacity: configuration-healthy, not lowered by the runtime overlay, and
 // able to do what the request needs.
-func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, surface string) bool {
-	if served, _ := p.targetOf(pp, model); pp.disabled || served == "" || p.nodeState[nodeGen{pp.key.NodeID, pp.key.Generation}] != "" {
+func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, surface string, aliases func(string) []ModelTarget) bool {
+	if served, _ := targetOf(pp, model, aliases); pp.disabled || served == "" || p.nodeState[nodeGen{pp.key.NodeID, pp.key.Generation}] != "" {
 		return false
 	}
 	if e := p.overlay[pp.key]; e != nil && e.lowered {
@@ -285,7 +299,7 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, 
 // and queued resolution.
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
-	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface) {
+	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface, p.aliasesOf(req)) {
 		if slices.Contains(req.Exclude, pp.key.edgeID()) || (req.Prefill && !pp.ad.GetPrefill()) {
 			continue
 		}
@@ -306,7 +320,8 @@ func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, a
 // scaled by its weight), then the higher configured priority; among those
 // still tied, an alias's targets by smooth weighted round robin, other
 // providers the least recently used.
-func (p *Pool) pickLocked(cands []*pooled, model string) *pooled {
+func (p *Pool) pickLocked(cands []*pooled, req ProviderPoolDispatchRequest) *pooled {
+	model, aliases := req.Model, p.aliasesOf(req)
 	var tied []*pooled
 	var weights []int
 	var bestLoad float64
@@ -315,7 +330,7 @@ func (p *Pool) pickLocked(cands []*pooled, model string) *pooled {
 		if !c.hasSlot() {
 			continue
 		}
-		_, w := p.targetOf(c, model)
+		_, w := targetOf(c, model, aliases)
 		l := load(c) / float64(w)
 		switch {
 		case tied == nil || l < bestLoad || l == bestLoad && c.priority > bestPrio:
@@ -324,7 +339,7 @@ func (p *Pool) pickLocked(cands []*pooled, model string) *pooled {
 			tied, weights = append(tied, c), append(weights, w)
 		}
 	}
-	if len(tied) <= 1 || len(p.aliases(model)) == 0 {
+	if len(tied) <= 1 || len(aliases(model)) == 0 {
 		var best *pooled
 		for _, c := range tied {
 			if best == nil || c.lastUsed < best.lastUsed {
@@ -364,12 +379,13 @@ func load(p *pooled) float64 {
 }
 
 // leaseLocked takes a slot on pp.
-func (p *Pool) leaseLocked(pp *pooled, model string) *Lease {
+func (p *Pool) leaseLocked(pp *pooled, req ProviderPoolDispatchRequest) *Lease {
+	model := req.Model
 	pp.inFlight++
 	p.useSeq++
 	pp.lastUsed = p.useSeq
 	ad := pp.ad
-	target, _ := p.targetOf(pp, model)
+	target, _ := targetOf(pp, model, p.aliasesOf(req))
 	return &Lease{
 		NodeID: pp.key.NodeID, ConnectionGeneration: pp.key.Generation, ProviderID: pp.key.edgeID(), LocalProviderID: pp.key.ProviderID,
 		Adapter: ad.GetAdapter(), Target: target, InstanceKey: ad.GetInstanceKey(), Model: model,
@@ -391,12 +407,15 @@ func (p *Pool) Acquire(ctx context.Context, req ProviderPoolDispatchRequest) (*L
 		p.mu.Unlock()
 		return nil, fmt.Errorf("model %q: %w", req.Model, streamgate.ErrNoProvider)
 	}
-	if pp := p.pickLocked(cands, req.Model); pp != nil {
-		l := p.leaseLocked(pp, req.Model)
+	if pp := p.pickLocked(cands, req); pp != nil {
+		l := p.leaseLocked(pp, req)
 		p.mu.Unlock()
 		return l, nil
 	}
 	qc := p.cfgQueue(req.Model)
+	if req.Queue != nil {
+		qc = req.Queue(req.Model)
+	}
 	q := p.queueLocked(req.Model)
 	if len(q.waiters) >= qc.MaxLength {
 		p.mu.Unlock()
@@ -471,8 +490,8 @@ func (p *Pool) pumpLocked() {
 				w.ch <- result{err: streamgate.ErrNoProvider}
 				continue
 			}
-			if pp := p.pickLocked(cands, w.req.Model); pp != nil {
-				w.ch <- result{lease: p.leaseLocked(pp, w.req.Model)}
+			if pp := p.pickLocked(cands, w.req); pp != nil {
+				w.ch <- result{lease: p.leaseLocked(pp, w.req)}
 				continue
 			}
 			kept = append(kept, w)
@@ -520,7 +539,7 @@ func (p *Pool) Models() []string {
 	seen := map[string]bool{}
 	for _, pp := range p.providers {
 		for _, m := range pp.ad.GetModels() {
-			if !seen[m] && p.admissibleLocked(pp, m, streamgate.NeedAny, "") {
+			if !seen[m] && p.admissibleLocked(pp, m, streamgate.NeedAny, "", p.aliases) {
 				seen[m] = true
 			}
 		}
@@ -563,7 +582,7 @@ func (p *Pool) Known(model string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pp := range p.providers {
-		if served, _ := p.targetOf(pp, model); served != "" {
+		if served, _ := targetOf(pp, model, p.aliases); served != "" {
 			return true
 		}
 	}
@@ -576,7 +595,7 @@ func (p *Pool) Known(model string) bool {
 func (p *Pool) Tunnels(model, surface string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.routableLocked(model, streamgate.NeedTunnel, surface)) > 0
+	return len(p.routableLocked(model, streamgate.NeedTunnel, surface, p.aliases)) > 0
 }
 
 // InUse returns the number of leased slots.

@@ -99,17 +99,21 @@ func (g *Gateway) Reload(next Config) error {
 		g.reloads.WithLabelValues("rejected").Inc()
 		return err
 	}
-	sg, err := g.runtimeConfig(&next, g.sg.Load().Budget)
+	next.resolvePolicies()
+	cur := g.gen.Load()
+	sg, err := g.runtimeConfig(&next, cur.sg.Budget)
 	if err != nil {
 		g.reloads.WithLabelValues("rejected").Inc()
 		return err
 	}
-	next.resolvePolicies()
-	g.conf.Store(&next)
-	g.sg.Store(sg)
+	// Keys first: a request that takes the new generation is checked
+	// against its keys, and one admitted after the reload is refused if
+	// its key went away.
 	g.auth.setKeys(next.Auth)
-	g.corsMW.set(next.CORS)
 	g.tenants.configure(next.Auth.Keys)
+	g.corsMW.set(next.CORS)
+	gen := cur.n + 1
+	g.gen.Store(&generation{n: gen, cfg: &next, sg: sg}) // one step: new requests see all of it, requests in flight none of it
 	g.pool.Reconfigure(next.Overlay, next.Outlier)
 	g.hub.SetNodes(next.Nodes)
 	if g.opts.Level != nil {
@@ -118,7 +122,6 @@ func (g *Gateway) Reload(next Config) error {
 			g.opts.Level.Set(lv)
 		}
 	}
-	gen := g.confGen.Add(1)
 	g.reloads.WithLabelValues("applied").Inc()
 	g.log.Info("configuration reloaded", "generation", gen, "changed", changedKeys(old, &next))
 	if len(fixed) > 0 {
@@ -208,7 +211,7 @@ func (g *Gateway) newConfigMetrics() {
 	gen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "iop_edge_config_generation",
 		Help: "The running configuration's generation: 1 at start, +1 per applied reload.",
-	}, func() float64 { return float64(g.confGen.Load()) })
+	}, func() float64 { return float64(g.gen.Load().n) })
 	g.reg.MustRegister(g.reloads, gen)
 }
 
@@ -216,4 +219,4 @@ func (g *Gateway) newConfigMetrics() {
 func (g *Gateway) Config() Config { return *g.config() }
 
 // ConfigGeneration is the running configuration's generation.
-func (g *Gateway) ConfigGeneration() uint64 { return g.confGen.Load() }
+func (g *Gateway) ConfigGeneration() uint64 { return g.gen.Load().n }

@@ -12,9 +12,9 @@ import (
 // has resume on: it runs on the translated path (iop must know the text
 // the client has, and renders the continuation into the same stream), and
 // can be continued after a prefix on any model.
-func (g *Gateway) withResume(sreq *streamgate.Request) {
+func (g *Gateway) withResume(cfg *Config, sreq *streamgate.Request) {
 	run := sreq.Work.Run
-	if run == nil || !sreq.Stream || !g.config().RetryPolicy(sreq.Model).Resume {
+	if run == nil || !sreq.Stream || !cfg.RetryPolicy(sreq.Model).Resume {
 		return
 	}
 	translatedOnly(sreq, func(string) bool { return true }) // every attempt: any may be continued

@@ -26,7 +26,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = g.httpError
-	e.Use(g.traceRequest, g.accessLog, g.recoverPanics, g.observe, g.headerLimit, g.cors, g.authenticate)
+	e.Use(g.takeGeneration, g.traceRequest, g.accessLog, g.recoverPanics, g.observe, g.headerLimit, g.cors, g.authenticate)
 
 	e.POST("/v1/chat/completions", g.chatCompletions)
 	e.POST("/v1/responses", g.responses)
@@ -137,6 +137,30 @@ func (g *Gateway) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// genKey is the echo context key of a request's configuration generation.
+const genKey = "iop.generation"
+
+// takeGeneration gives the request the running configuration generation,
+// once, where it enters: everything the request does reads that one.
+func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(genKey, g.gen.Load())
+		return next(c)
+	}
+}
+
+// genOf is the generation the request took (the running one outside a
+// request, e.g. in handler tests).
+func (g *Gateway) genOf(c echo.Context) *generation {
+	if gen, ok := c.Get(genKey).(*generation); ok {
+		return gen
+	}
+	return g.gen.Load()
+}
+
+// confOf is the configuration of the request's generation.
+func (g *Gateway) confOf(c echo.Context) *Config { return g.genOf(c).cfg }
+
 // authenticate enforces client API keys on the API routes.
 func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -178,16 +202,17 @@ func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	r := c.Request()
 	rc := http.NewResponseController(c.Response().Writer)
-	if d := g.config().Limits.BodyReadTimeout; d > 0 {
+	lim := g.confOf(c).Limits
+	if d := lim.BodyReadTimeout; d > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(d))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, g.config().Limits.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, lim.MaxBodyBytes))
 	if err != nil {
 		c.Response().Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
-				Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", g.config().Limits.MaxBodyBytes)}
+				Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", lim.MaxBodyBytes)}
 		}
 		return nil, openai.InvalidRequest("", "The request body could not be read.")
 	}
@@ -195,8 +220,9 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	return body, nil
 }
 
-func (g *Gateway) limits() openai.Limits {
-	return openai.Limits{MaxDepth: g.config().Limits.MaxDepth, MaxMessages: g.config().Limits.MaxMessages}
+func (g *Gateway) limits(c echo.Context) openai.Limits {
+	l := g.confOf(c).Limits
+	return openai.Limits{MaxDepth: l.MaxDepth, MaxMessages: l.MaxMessages}
 }
 
 // headerLimit answers a request whose request line and headers exceed
@@ -211,7 +237,7 @@ func (g *Gateway) headerLimit(next echo.HandlerFunc) echo.HandlerFunc {
 				n += len(k) + len(v) + 4
 			}
 		}
-		if limit := g.config().Limits.MaxHeaderBytes; n > limit {
+		if limit := g.confOf(c).Limits.MaxHeaderBytes; n > limit {
 			return writeError(c, &openai.Error{Status: http.StatusRequestHeaderFieldsTooLarge, Type: openai.TypeInvalidRequest,
 				Code:    "request_header_fields_too_large",
 				Message: fmt.Sprintf("The request's headers (%d bytes) are larger than this gateway accepts (limits.max_header_bytes = %d).", n, limit)})

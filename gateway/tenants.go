@@ -163,6 +163,7 @@ func (k KeyConfig) allows(model string) bool {
 type admission struct {
 	t       *tenants
 	key     string
+	limits  KeyLimits // the key's limits at admission: it settles under them
 	reserve int64     // tokens reserved at admission
 	shared  int64     // of which the shared store holds (0 when it failed open)
 	at      time.Time // when (the shared store's windows of the reservation)
@@ -203,7 +204,7 @@ func (t *tenants) admit(key, model string, reserve int64, header http.Header) (*
 	}
 	tn.inFlight++
 	tn.reserved += reserve
-	return &admission{t: t, key: key, reserve: reserve, at: now, header: header}, nil
+	return &admission{t: t, key: key, limits: tn.cfg.Limits, reserve: reserve, at: now, header: header}, nil
 }
 
 // admitLocal applies tn's limits on this edge and takes what an admitted
@@ -263,7 +264,7 @@ func (t *tenants) admitShared(tn *tenant, now time.Time, reserve int64, header h
 		tn.inFlight--
 		return nil, e
 	}
-	a := &admission{t: t, key: tn.cfg.ID, reserve: reserve, at: now, header: header}
+	a := &admission{t: t, key: tn.cfg.ID, limits: l, reserve: reserve, at: now, header: header}
 	if held {
 		a.shared = reserve
 	}
@@ -289,12 +290,12 @@ func (a *admission) end(u *execution.TokenUsage, estimated bool) {
 	tn.inFlight = max(0, tn.inFlight-1)
 	tn.usage.Requests++
 	if t.shared != nil {
-		if a.shared > 0 || used > 0 && tn.cfg.Limits.counted() {
+		if a.shared > 0 || used > 0 && a.limits.counted() {
 			t.shared.settleAsync(a.key, a.shared, used, a.at)
 		}
 	} else {
 		tn.reserved = max(0, tn.reserved-a.reserve)
-		if tn.cfg.Limits.TokensPerMinute > 0 {
+		if a.limits.TokensPerMinute > 0 && tn.cfg.Limits == a.limits { // a reload that changed the limits refilled the buckets
 			tn.tokens.level = min(tn.tokens.capacity, tn.tokens.level+float64(a.reserve-used))
 		}
 	}
