@@ -123,6 +123,7 @@ func (g *Gateway) newFleet(cfg *Config) {
 	g.pool.metrics = g.metrics
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
 	g.hub.onConnect = g.probeOnConnect
+	g.hub.drainTimeout.Store(int64(cfg.DrainTimeout))
 	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
 }
 

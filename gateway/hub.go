@@ -32,19 +32,29 @@ import (
 // never removes a newer one.
 type Hub struct {
 	wire.UnimplementedNodeLinkServer
-	// onConnect, if set, runs (in its own goroutine) after a node's
-	// providers are registered: the connect probes.
-	onConnect func(Reception, []*wire.ProviderAdvertisement)
-	nodes     atomic.Pointer[map[string]NodeConfig] // by node id; replaced whole by SetNodes
-	pool      *Pool
-	log       *slog.Logger
-	metrics   *edgeMetrics
-	edgeID    string
-	mtls      bool
-	limits    NodeLimitsConfig
-	link      NodeLinkConfig
-	audit     *sampledLog // refusals a stranger can cause at will
-	gen       atomic.Uint64
+	// onConnect, if set, runs (in a goroutine the hub owns, on its life
+	// context) after a node's providers are registered: the connect
+	// probes.
+	onConnect func(context.Context, Reception, []*wire.ProviderAdvertisement)
+	// life ends when the hub stops (wait); background holds the hub's own
+	// goroutines besides session readers (connect probes, retiring
+	// connections), which wait waits for.
+	life       context.Context
+	endLife    context.CancelFunc
+	background sync.WaitGroup
+	// drainTimeout bounds how long a removed node's session may finish its
+	// streams (drain_timeout; SetNodes sets it).
+	drainTimeout atomic.Int64
+	nodes        atomic.Pointer[map[string]NodeConfig] // by node id; replaced whole by SetNodes
+	pool         *Pool
+	log          *slog.Logger
+	metrics      *edgeMetrics
+	edgeID       string
+	mtls         bool
+	limits       NodeLimitsConfig
+	link         NodeLinkConfig
+	audit        *sampledLog // refusals a stranger can cause at will
+	gen          atomic.Uint64
 
 	mu       sync.Mutex // guards the following fields
 	conns    map[string]*nodeConn
@@ -72,6 +82,7 @@ type nodeConn struct {
 
 	attemptsMu sync.Mutex
 	attempts   map[*attemptConn]struct{} // open attempt streams, ended with the connection
+	idle       chan struct{}             // signalled (capacity 1) when the last open attempt ends
 	parked     []*attemptConn            // streams opened ahead of work, ended with the connection
 	parkLimit  int                       // how many may be parked (the Welcome's parked_attempts)
 }
@@ -93,6 +104,19 @@ func (c *nodeConn) untrack(a *attemptConn) {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	delete(c.attempts, a)
+	if len(c.attempts) == 0 && c.idle != nil {
+		select {
+		case c.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// open is how many attempt streams of c are open.
+func (c *nodeConn) open() int {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	return len(c.attempts)
 }
 
 // endAttempts ends every open attempt stream of c: a dropped session (a
@@ -158,7 +182,8 @@ func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetri
 	h := &Hub{pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
 		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
-	h.SetNodes(nodes)
+	h.life, h.endLife = context.WithCancel(context.Background())
+	h.SetNodes(nodes, DefaultConfig().DrainTimeout)
 	// Generations start from the wall clock so a restarted edge never
 	// reissues an old one.
 	h.gen.Store(uint64(time.Now().UnixMilli()))
@@ -281,7 +306,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		return status.Error(codes.Unavailable, "edge is shutting down")
 	}
 	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: syncx.NewEvent(), since: time.Now(), providers: len(ads),
-		heartbeats: hello.GetHeartbeats(), attempts: map[*attemptConn]struct{}{}}
+		heartbeats: hello.GetHeartbeats(), attempts: map[*attemptConn]struct{}{}, idle: make(chan struct{}, 1)}
 	if c.heartbeats {
 		// Parked work is checked against heartbeats (watchTakeUp): a node
 		// that does not answer them parks nothing.
@@ -306,7 +331,8 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	h.pool.SetNode(nodeID, c.gen, ads)
 	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
 	if h.onConnect != nil {
-		go h.onConnect(Reception{NodeID: nodeID, ConnectionGeneration: c.gen}, ads)
+		owner := Reception{NodeID: nodeID, ConnectionGeneration: c.gen}
+		h.goOwned(func(ctx context.Context) { h.onConnect(ctx, owner, ads) })
 	}
 	defer h.unregister(c)
 	return h.serveSession(c)
@@ -484,7 +510,20 @@ func (h *Hub) wait() {
 	h.mu.Lock()
 	h.stopped = true
 	h.mu.Unlock()
+	h.endLife()
 	h.readers.Wait()
+	h.background.Wait()
+}
+
+// goOwned runs f in a goroutine the hub owns: f gets the hub's life
+// context, and wait waits for it. After wait has begun nothing starts.
+func (h *Hub) goOwned(f func(ctx context.Context)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
+	h.background.Go(func() { f(h.life) })
 }
 
 // unregister removes c — only if it is still the node's registered

@@ -47,9 +47,9 @@ func (g *Gateway) probe(ctx context.Context, pt probeTarget) {
 // probeOnConnect probes each provider of a node that just connected, so
 // status shows an unreachable upstream before the first request fails on
 // it. The evidence is shown and logged; it never lowers or routes.
-func (g *Gateway) probeOnConnect(owner Reception, ads []*wire.ProviderAdvertisement) {
+func (g *Gateway) probeOnConnect(life context.Context, owner Reception, ads []*wire.ProviderAdvertisement) {
 	for _, ad := range ads {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(life, 10*time.Second)
 		res, err := g.hub.command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 			ProviderId: ad.GetProviderId(), AdapterKey: ad.GetInstanceKey(), Target: ad.GetTarget()})
 		cancel()

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +16,8 @@ import (
 // no new work at once; its session ends once its in-flight attempts have
 // (bounded by the drain timeout), so no stream is cut. A listed node's
 // new token or grant applies from its next connection or advertisement.
-func (h *Hub) SetNodes(nodes []NodeConfig) {
+func (h *Hub) SetNodes(nodes []NodeConfig, drainTimeout time.Duration) {
+	h.drainTimeout.Store(int64(drainTimeout))
 	m := make(map[string]NodeConfig, len(nodes))
 	for _, n := range nodes {
 		m[n.ID] = n
@@ -32,24 +34,29 @@ func (h *Hub) SetNodes(nodes []NodeConfig) {
 	for _, c := range removed {
 		h.pool.SetNodeState(c.nodeID, c.gen, NodeDraining)
 		h.log.Warn("node removed from the configuration: it takes no new work; its session ends when its streams have", "node_id", c.nodeID)
-		go h.retire(c, DefaultConfig().DrainTimeout)
+		h.goOwned(func(ctx context.Context) { h.retire(ctx, c, time.Duration(h.drainTimeout.Load())) })
 	}
 }
 
-// retire closes c once it has no open attempt, or after limit.
-func (h *Hub) retire(c *nodeConn, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		c.attemptsMu.Lock()
-		n := len(c.attempts)
-		c.attemptsMu.Unlock()
-		if n == 0 {
-			break
-		}
+// retire closes c once it has no open attempt — woken by the last one's
+// end, not by polling — or after limit (the configured drain_timeout), or
+// at once when the hub stops.
+func (h *Hub) retire(ctx context.Context, c *nodeConn, limit time.Duration) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for c.open() > 0 {
 		select {
+		case <-c.idle:
 		case <-c.done.Done():
 			return
-		case <-time.After(50 * time.Millisecond):
+		case <-t.C:
+			h.log.Warn("a removed node's streams did not finish within drain_timeout; its session ends", "node_id", c.nodeID,
+				"open_streams", c.open())
+			c.close()
+			return
+		case <-ctx.Done():
+			c.close()
+			return
 		}
 	}
 	c.close()
@@ -115,7 +122,7 @@ func (g *Gateway) Reload(next Config) error {
 	gen := cur.n + 1
 	g.gen.Store(&generation{n: gen, cfg: &next, sg: sg}) // one step: new requests see all of it, requests in flight none of it
 	g.pool.Reconfigure(next.Overlay, next.Outlier)
-	g.hub.SetNodes(next.Nodes)
+	g.hub.SetNodes(next.Nodes, next.DrainTimeout)
 	if g.opts.Level != nil {
 		var lv slog.Level
 		if lv.UnmarshalText([]byte(strings.ToUpper(next.Log.Level))) == nil {

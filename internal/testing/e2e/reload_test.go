@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -95,4 +96,58 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Fatalf("after the invalid reload: %d", code)
 	}
 	c.WaitIdle(t)
+}
+
+// TestRemovedNodeRetiresByItsDrainTimeout (issue 27): a node removed by a
+// reload takes no new work; its session ends when its last stream ends
+// (woken by that end, not a poll), or when the configured drain_timeout
+// passes (it used to be the default 30 s whatever was configured).
+func TestRemovedNodeRetiresByItsDrainTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		tokens   int
+		drain    time.Duration
+		maxAfter time.Duration // from the reload to the session's end
+	}{
+		{"its stream ends first", 5, 10 * time.Second, 2 * time.Second},
+		{"drain_timeout first", 200, 400 * time.Millisecond, 2 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Start(t, Options{Gateway: func(g *gateway.Config) { g.DrainTimeout = tt.drain },
+				Nodes: []NodeSpec{
+					{ID: "gone", Providers: []nodeagent.ProviderConfig{Sim("slow", nodeagent.SimConfig{TokenLatency: 50 * time.Millisecond, MaxTokens: tt.tokens})}},
+					{ID: "stays", Providers: []nodeagent.ProviderConfig{Sim("other", nodeagent.SimConfig{})}},
+				}}, nil)
+			cfg := c.Gateway.Config()
+			cfg.Providers = []gateway.ProviderPolicy{{ID: "gone/slow", Priority: 10}}
+			if err := c.Gateway.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan sseResult, 1)
+			go func() { done <- streamChat(t, c.URL, "iop-sim") }()
+			wait.Until(t, func() bool { return c.Gateway.Pool().InUse() == 1 })
+			cfg.Nodes = []gateway.NodeConfig{{ID: "stays", Token: "token-stays"}}
+			cfg.Providers = nil
+			reloaded := time.Now()
+			if err := c.Gateway.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			connected := func(id string) bool {
+				for _, n := range c.Gateway.Hub().Nodes() {
+					if n.NodeID == id {
+						return true
+					}
+				}
+				return false
+			}
+			wait.Until(t, func() bool { return !connected("gone") })
+			if d := time.Since(reloaded); d > tt.maxAfter {
+				t.Fatalf("the removed node's session ended %v after the reload; want within %v", d, tt.maxAfter)
+			}
+			<-done
+			if !connected("stays") {
+				t.Fatal("the node that stays was disconnected")
+			}
+		})
+	}
 }
