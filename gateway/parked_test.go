@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -69,22 +70,19 @@ func park(t *testing.T, ctx context.Context, c wire.NodeLinkClient, gen uint64) 
 // streams.
 func (e *hubEnv) waitParked(t *testing.T, nodeID string, n int) *nodeConn {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	var c *nodeConn
+	wait.UntilWithin(t, 5*time.Second, func() bool {
 		e.hub.mu.Lock()
-		c := e.hub.conns[nodeID]
+		c = e.hub.conns[nodeID]
 		e.hub.mu.Unlock()
-		if c != nil {
-			c.attemptsMu.Lock()
-			got := len(c.parked)
-			c.attemptsMu.Unlock()
-			if got == n {
-				return c
-			}
+		if c == nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("parked streams never reached %d", n)
-		}
-	}
+		c.attemptsMu.Lock()
+		defer c.attemptsMu.Unlock()
+		return len(c.parked) == n
+	})
+	return c
 }
 
 // TestParkedStreamsFollowTheirGeneration: a parked stream serves only the

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/iopgw/iop/internal/testing/logbuf"
+	"github.com/iopgw/iop/internal/testing/wait"
 )
 
 // TestWrongEdgeAddressIsDiagnosed: a node pointed at an address nothing
@@ -36,13 +37,8 @@ func TestWrongEdgeAddressIsDiagnosed(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(2 * time.Second) // the first backoff is ~1 s
-	for !strings.Contains(buf.String(), `"cause":"refused"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no cause logged within a backoff period:\n%s", buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// within a backoff period (the first is ~1 s)
+	wait.UntilWithin(t, 2*time.Second, func() bool { return strings.Contains(buf.String(), `"cause":"refused"`) })
 	if !strings.Contains(buf.String(), "cannot open a session with the edge") || !strings.Contains(buf.String(), addr) {
 		t.Fatalf("log lacks the message or the edge:\n%s", buf.String())
 	}

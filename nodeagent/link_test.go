@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/wire"
 )
@@ -48,17 +49,10 @@ func TestSessionWelcomeAndAdvertisement(t *testing.T) {
 	if b.GetExecutionPath() != "provider_tunnel" || b.GetCapacity() != 2 || b.GetResponseStallTimeoutMs() != 1500 {
 		t.Fatalf("advertisement b %v", b)
 	}
-	deadline := time.Now().Add(defaultTestTimeout)
-	for {
+	wait.UntilWithin(t, defaultTestTimeout, func() bool {
 		infos := l.agent.Sessions()
-		if len(infos) == 1 && infos[0].Generation == s.gen && infos[0].State == StateConnected {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sessions %+v", infos)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(infos) == 1 && infos[0].Generation == s.gen && infos[0].State == StateConnected
+	})
 }
 
 func TestNormalizedRunSim(t *testing.T) {
@@ -477,9 +471,7 @@ func TestMultipleEdgesOneSessionEach(t *testing.T) {
 		t.Fatal("both sessions share a generation")
 	}
 	infos := l.agent.Sessions()
-	for deadline := time.Now().Add(defaultTestTimeout); len(infos) != 2 && time.Now().Before(deadline); infos = l.agent.Sessions() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.UntilWithin(t, defaultTestTimeout, func() bool { infos = l.agent.Sessions(); return len(infos) == 2 })
 	if len(infos) != 2 || infos[0].Edge != "edge-a" || infos[1].Edge != "edge-b" {
 		t.Fatalf("sessions %+v", infos)
 	}

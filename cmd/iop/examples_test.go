@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/internal/testing/logbuf"
+	"github.com/iopgw/iop/internal/testing/wait"
 )
 
 // startDev runs iop dev on free ports and returns its API and admin URLs.
@@ -34,28 +35,22 @@ func startDevConfig(t *testing.T, cfg devConfig) (api, admin string) {
 		cancel()
 		<-done
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for api == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("dev did not start: %q", out.String())
-		}
-		if m := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1 .* admin on (http://\S+)`).FindStringSubmatch(out.String()); m != nil {
+	started := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1 .* admin on (http://\S+)`)
+	wait.Until(t, func() bool {
+		if m := started.FindStringSubmatch(out.String()); m != nil {
 			api, admin = m[1], m[2]
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for {
-		if r, err := http.Get(admin + "/readyz"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return api, admin
-			}
+		return api != ""
+	})
+	wait.Until(t, func() bool {
+		r, err := http.Get(admin + "/readyz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("dev never became ready")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+	return api, admin
 }
 
 // TestExamplesRunAgainstDev runs every program in examples/ against iop dev.
