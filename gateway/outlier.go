@@ -57,12 +57,15 @@ const (
 // reportResult feeds one attempt's result into its provider's outlier
 // state and reports whether that ejected the provider.
 func (p *Pool) reportResult(pp *pooled, r attemptResult) bool {
-	cfg := p.outlierCfg
-	if cfg.Consecutive5xx < 0 || r == resultNeutral {
+	if r == resultNeutral {
 		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	cfg := p.outlierCfg // under the lock: Reconfigure replaces it
+	if cfg.Consecutive5xx < 0 {
+		return false
+	}
 	o := &pp.outlier
 	now := p.now()
 	if r == resultSuccess {

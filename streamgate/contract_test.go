@@ -37,9 +37,7 @@ func chainRun(t *testing.T, w *world, pol RetryPolicy, fallbacks []string, log *
 					Messages: []execution.Message{{Role: "assistant", Content: prefix}}}}, nil
 			}}
 		Serve(t.Context(), &cfg, req, rec)
-		for _, l := range w.log {
-			dispatched = append(dispatched, l[:strings.IndexByte(l, '+')])
-		}
+		dispatched = targetsOf(w.log)
 	})
 	return dispatched, rec
 }

@@ -64,6 +64,15 @@ func (w *world) Candidates(r DispatchRequest) Candidates {
 	return Candidates{Alternates: len(ps), AvoidedOnly: len(ps) == 0 && avoided}
 }
 
+// targetsOf is a world's dispatch log without the times: "model@provider".
+func targetsOf(log []string) []string {
+	out := make([]string, 0, len(log))
+	for _, l := range log {
+		out = append(out, l[:strings.IndexByte(l, '+')])
+	}
+	return out
+}
+
 func upstreamFail(status int, code string, retryAfterMS int64) Item {
 	u := &execution.UpstreamError{Status: status, Code: code, Message: "upstream says no", RetryAfterMS: retryAfterMS}
 	return ev(execution.RunEvent{Type: execution.EventTypeError, Error: u.Message, Failure: execution.UpstreamFailure(u)})
@@ -184,10 +193,7 @@ func TestRetryPolicyScenarios(t *testing.T) {
 				pol = DefaultRetryPolicy()
 			}
 			log, body, took := policyRun(t, w, pol)
-			var got []string
-			for _, l := range log {
-				got = append(got, l[:strings.IndexByte(l, '+')])
-			}
+			got := targetsOf(log)
 			if strings.Join(got, " ") != tt.want {
 				t.Errorf("dispatches %v, want %s", log, tt.want)
 			}
@@ -271,10 +277,7 @@ func TestResume(t *testing.T) {
 				return &fakeAttempt{items: []Item{ev(execution.RunEvent{Type: execution.EventTypeStart, ResponseID: "other"}), delta("ld."), complete()}}
 			}
 			log, body, _ := policyRun(t, w, tt.pol)
-			var got []string
-			for _, l := range log {
-				got = append(got, l[:strings.IndexByte(l, '+')])
-			}
+			got := targetsOf(log)
 			if strings.Join(got, " ") != tt.want {
 				t.Errorf("dispatches %v, want %s", log, tt.want)
 			}

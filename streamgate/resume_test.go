@@ -128,10 +128,7 @@ func TestResumeLadder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &world{models: tt.models, prefill: tt.prefill, script: tt.script}
 			log, body, _ := policyRun(t, w, tt.pol)
-			var got []string
-			for _, l := range log {
-				got = append(got, l[:strings.IndexByte(l, '+')])
-			}
+			got := targetsOf(log)
 			if strings.Join(got, " ") != tt.want {
 				t.Errorf("dispatches %v, want %s", got, tt.want)
 			}
@@ -175,10 +172,7 @@ func TestConnectFailureCondemnsTheProvider(t *testing.T) {
 				return answer("fine")
 			}
 			log, body, _ := policyRun(t, w, DefaultRetryPolicy())
-			var got []string
-			for _, l := range log {
-				got = append(got, l[:strings.IndexByte(l, '+')])
-			}
+			got := targetsOf(log)
 			if strings.Join(got, " ") != tt.want || !strings.Contains(body, "fine") {
 				t.Fatalf("dispatches %v, want %s; client %q", got, tt.want, body)
 			}
