@@ -55,7 +55,7 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	g.withAlias(gen.cfg, sreq)
 	g.withResume(gen.cfg, sreq)
 	var sum streamgate.Summary
-	defer func() { adm.end(sum.Usage, sum.UsageEstimated) }() // settled even if serving panics: the key's concurrency slot comes back
+	defer func() { adm.End(sum.Usage, sum.UsageEstimated) }() // settled even if serving panics: the key's concurrency slot comes back
 	sum = streamgate.Serve(c.Request().Context(), gen.sg, sreq, c.Response())
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
 	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
@@ -112,7 +112,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
 			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
 			slog.String("outcome", outcome), slog.String("model", clipID(a.Model)),
-			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.clientAddr(c.Request())),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.ClientAddr(c.Request())),
 		}
 		if a.FallbacksSkipped > 0 {
 			attrs = append(attrs, slog.Int("fallbacks_not_allowed", a.FallbacksSkipped))

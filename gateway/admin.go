@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/iopgw/iop/gateway/tenancy"
 )
 
 //go:embed status.html
@@ -98,8 +100,8 @@ func (g *Gateway) adminCheck(w http.ResponseWriter, r *http.Request, token strin
 	if g.adminTokenOK(token) {
 		return true
 	}
-	addr := g.auth.clientAddr(r)
-	if !g.adminFails.fail(addr) {
+	addr := g.auth.ClientAddr(r)
+	if !g.adminFails.Fail(addr) {
 		g.metrics.adminAuthFailures.WithLabelValues("throttled").Inc()
 		g.adminLog.Warn("admin authentication throttled for a client address", "remote", addr)
 		w.Header().Set("Retry-After", "60")
@@ -140,7 +142,7 @@ func (g *Gateway) adminTokenOK(token string) bool {
 
 // adminToken is the request's bearer token, else its admin cookie.
 func adminToken(r *http.Request) string {
-	if t := bearer(r); t != "" {
+	if t := tenancy.Bearer(r); t != "" {
 		return t
 	}
 	if c, err := r.Cookie(adminCookie); err == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -15,11 +16,11 @@ import (
 // and its admission may have removed or changed it), then the key's
 // limits with the request's reservation: its prompt estimate and its
 // output limit (the request's own, else auth.default_max_tokens).
-func (g *Gateway) admit(c echo.Context, a *accessInfo, sreq *streamgate.Request) (*admission, *openai.Error) {
-	if result, keyID := g.auth.verify(c.Request()); result != authOK || keyID != a.KeyID {
-		return nil, revokedKey()
+func (g *Gateway) admit(c echo.Context, a *accessInfo, sreq *streamgate.Request) (*tenancy.Admission, *openai.Error) {
+	if result, keyID := g.auth.Verify(c.Request()); result != tenancy.AuthOK || keyID != a.KeyID {
+		return nil, tenancy.RevokedKey()
 	}
-	return g.tenants.admit(a.KeyID, sreq.Model, sreq.PromptEstimate+outputReserve(g.confOf(c), sreq), sreq.ResponseHeader)
+	return g.tenants.Admit(a.KeyID, sreq.Model, sreq.PromptEstimate+outputReserve(g.confOf(c), sreq), sreq.ResponseHeader)
 }
 
 // outputReserve is the output tokens a request reserves.
@@ -42,6 +43,6 @@ func isEmbeddings(sreq *streamgate.Request) bool {
 // served by), and says how many it dropped.
 func (g *Gateway) allowedFallbacks(key string, sreq *streamgate.Request) int {
 	n := len(sreq.Fallbacks)
-	sreq.Fallbacks = slices.DeleteFunc(slices.Clone(sreq.Fallbacks), func(m string) bool { return !g.tenants.allows(key, m) })
+	sreq.Fallbacks = slices.DeleteFunc(slices.Clone(sreq.Fallbacks), func(m string) bool { return !g.tenants.Allows(key, m) })
 	return n - len(sreq.Fallbacks)
 }

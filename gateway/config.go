@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
@@ -115,14 +116,17 @@ type AuthConfig struct {
 	AllowAnonymous bool `koanf:"allow_anonymous"`
 }
 
-// KeyConfig is one client key, stored as a hash.
-type KeyConfig struct {
-	ID     string `koanf:"id"`     // public key id (for logs, metrics and /admin/keys)
-	SHA256 string `koanf:"sha256"` // hex SHA-256 of the key
-	// Limits bound the key's use (none by default).
-	Limits KeyLimits `koanf:"limits"`
-	// Models the key may use (empty: any).
-	Models []string `koanf:"models"`
+// KeyConfig, KeyLimits and LimitStoreConfig are the tenancy package's
+// configuration sections, composed into AuthConfig.
+type (
+	KeyConfig        = tenancy.KeyConfig
+	KeyLimits        = tenancy.KeyLimits
+	LimitStoreConfig = tenancy.LimitStoreConfig
+)
+
+// settings is what the authenticator checks.
+func (a AuthConfig) settings() tenancy.AuthSettings {
+	return tenancy.AuthSettings{Keys: a.Keys, FailuresPerMinute: a.FailuresPerMinute, TrustedProxies: a.TrustedProxies}
 }
 
 // AdminConfig protects the admin listener.
@@ -338,10 +342,7 @@ func isSHA256(s string) bool {
 }
 
 // HashToken returns the hex SHA-256 of a token, the form configs store.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+func HashToken(token string) string { return tenancy.HashToken(token) }
 
 // configured reports whether the configuration names model: as a model,
 // a fallback, or in a node's grant.

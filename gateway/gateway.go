@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
@@ -55,14 +56,14 @@ type Gateway struct {
 	reg     *prometheus.Registry
 	pool    *Pool
 	hub     *Hub
-	auth    *authenticator
+	auth    *tenancy.Authenticator
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
 	corsMW  corsState
-	tenants *tenants // per-key limits and usage
+	tenants *tenancy.Tenants // per-key limits and usage
 	// adminFails throttles failed admin authentications per address;
 	// adminLog logs them, sampled.
-	adminFails failLimiter
+	adminFails tenancy.FailLimiter
 	adminLog   *sampledLog
 	tracer     *tracing.Tracer
 	keys       *keyMetrics // per-key counters
@@ -150,19 +151,19 @@ func (g *Gateway) newRuntime(cfg *Config) error {
 // newTenancy builds client authentication, per-key limits (shared in
 // Redis when configured) and their usage file.
 func (g *Gateway) newTenancy(cfg *Config) error {
-	g.auth = newAuthenticator(cfg.Auth)
-	g.adminFails.limit = func() int { return cmp.Or(max(0, g.config().Auth.FailuresPerMinute), 20) }
+	g.auth = tenancy.NewAuthenticator(cfg.Auth.settings())
+	g.adminFails.Limit = func() int { return cmp.Or(max(0, g.config().Auth.FailuresPerMinute), 20) }
 	g.adminLog = newSampledLog(g.log, 10*time.Second)
-	g.tenants = newTenants(cfg.Auth.Keys, nil)
+	g.tenants = tenancy.New(cfg.Auth.Keys, nil)
 	if cfg.Auth.UsageFile != "" {
-		if err := g.tenants.loadUsage(cfg.Auth.UsageFile); err != nil {
+		if err := g.tenants.LoadUsage(cfg.Auth.UsageFile); err != nil {
 			return fmt.Errorf("auth.usage_file: %w", err)
 		}
 	}
 	g.keys = newKeyMetrics(g.reg)
 	if ls := cfg.Auth.LimitsStore; ls.Redis != "" {
 		warn := newSampledLog(g.log, 10*time.Second)
-		g.tenants.shared = newSharedLimits(ls, os.Getenv(ls.PasswordEnv), func(err error) {
+		g.tenants.UseSharedStore(ls, os.Getenv(ls.PasswordEnv), func(err error) {
 			g.keys.storeErrors.Inc()
 			warn.Warn("the limits store did not answer; applying auth.limits_store.failure", "failure", cmp.Or(ls.Failure, "open"),
 				"error", err.Error())
@@ -175,13 +176,11 @@ func (g *Gateway) newTenancy(cfg *Config) error {
 // to the shared store finish and its client closes, and the usage file
 // is written a last time.
 func (g *Gateway) closeTenancy() {
-	if sh := g.tenants.shared; sh != nil {
-		if err := sh.Close(); err != nil {
-			g.log.Warn("closing the limits store failed", "error", err.Error())
-		}
+	if err := g.tenants.Close(); err != nil {
+		g.log.Warn("closing the limits store failed", "error", err.Error())
 	}
 	if path := g.config().Auth.UsageFile; path != "" {
-		if err := g.tenants.saveUsage(path); err != nil {
+		if err := g.tenants.SaveUsage(path); err != nil {
 			g.log.Error("saving the usage file failed", "error", err.Error())
 		}
 	}
@@ -329,7 +328,7 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 	pctx, stopProbes := context.WithCancel(ctx)
 	wg.Go(func() { g.runRecoveryProbes(pctx) })
 	if path := g.config().Auth.UsageFile; path != "" {
-		wg.Go(func() { g.keepUsage(pctx, path, usageSaveInterval) })
+		wg.Go(func() { g.tenants.KeepUsage(pctx, path, g.log) })
 	}
 	admin := ""
 	if adminLn != nil {

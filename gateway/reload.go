@@ -116,8 +116,8 @@ func (g *Gateway) Reload(next Config) error {
 	// Keys first: a request that takes the new generation is checked
 	// against its keys, and one admitted after the reload is refused if
 	// its key went away.
-	g.auth.setKeys(next.Auth)
-	g.tenants.configure(next.Auth.Keys)
+	g.auth.SetKeys(next.Auth.settings())
+	g.tenants.Configure(next.Auth.Keys)
 	g.corsMW.set(next.CORS)
 	gen := cur.n + 1
 	g.gen.Store(&generation{n: gen, cfg: &next, sg: sg}) // one step: new requests see all of it, requests in flight none of it

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/iopgw/iop/gateway/tenancy"
 )
 
 // Issue 31, findings 7–13: reloads, admin sign-in, CORS patterns, the
@@ -160,15 +162,15 @@ func TestUsageFileRefusesSymlinks(t *testing.T) {
 	if _, err := New(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("a symlinked usage file: %v", err)
 	}
-	tn := newTenants([]KeyConfig{{ID: "a"}}, nil)
-	if err := tn.saveUsage(link); err == nil {
+	tn := tenancy.New([]KeyConfig{{ID: "a"}}, nil)
+	if err := tn.SaveUsage(link); err == nil {
 		t.Fatal("saved through a symlink")
 	}
 	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatal("the link was replaced")
 	}
 	path := filepath.Join(dir, "plain.json")
-	if err := tn.saveUsage(path); err != nil {
+	if err := tn.SaveUsage(path); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"a"`) {

@@ -19,6 +19,8 @@ import (
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/openapi"
+
+	"github.com/iopgw/iop/gateway/tenancy"
 )
 
 // newEcho builds the public HTTP surface.
@@ -168,21 +170,21 @@ func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if p == "/openapi.yaml" {
 			return next(c)
 		}
-		result, keyID := g.auth.check(c.Request())
+		result, keyID := g.auth.Check(c.Request())
 		access(c).KeyID = keyID
 		switch result {
-		case authOK:
+		case tenancy.AuthOK:
 			return next(c)
-		case authThrottled:
+		case tenancy.AuthThrottled:
 			g.metrics.authFailures.Inc()
 			c.Response().Header().Set("Retry-After", "60")
 			return writeError(c, &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "rate_limit_exceeded",
 				Message: "Too many failed authentication attempts from this address. Retry in a minute."})
-		case authQueryKey:
+		case tenancy.AuthQueryKey:
 			g.metrics.authFailures.Inc()
 			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
 				Message: "API keys are not accepted in the query string. Send them in the Authorization header."})
-		case authMissing:
+		case tenancy.AuthMissing:
 			g.metrics.authFailures.Inc()
 			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
 				Message: "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."})

@@ -27,7 +27,8 @@ var allowed = map[string][]string{
 	"openapi":              {},
 	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "nodeagent"},
 	"streamgate":           {"execution", "codec", "internal/httphdr", "internal/syncx"},
-	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate"},
+	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy"},
+	"gateway/tenancy":      {"execution", "codec"},
 	"cmd":                  {"gateway", "nodeagent", "internal/konfig"},
 	"internal/testing":     {"*"},
 	"conformance":          {"*"},
@@ -98,6 +99,9 @@ func TestRulesHold(t *testing.T) {
 		{"gateway", "internal/testing/wall", false},
 		{"nodeagent/providers/openai", "codec/eventstream", true},
 		{"cmd/iop", "gateway", true},
+		{"gateway/tenancy", "gateway", false},
+		{"gateway/tenancy", "streamgate", false},
+		{"gateway", "gateway/tenancy", true},
 	} {
 		if got := permits(allowed[layerOf(tc.pkg)], tc.imp); got != tc.ok {
 			t.Errorf("%s importing %s: allowed=%v, want %v", tc.pkg, tc.imp, got, tc.ok)

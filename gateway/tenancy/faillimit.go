@@ -1,17 +1,17 @@
-package gateway
+package tenancy
 
 import (
 	"sync"
 	"time"
 )
 
-// failLimiter counts failed authentications per client address in
+// FailLimiter counts failed authentications per client address in
 // one-minute windows. Only failures are limited: a caller checks the
 // credential first, so the right one always passes — one misconfigured
 // or hostile client never locks out the others, nor a valid credential
 // from the same address. Safe for concurrent use.
-type failLimiter struct {
-	limit func() int // failures per minute per address
+type FailLimiter struct {
+	Limit func() int // failures per minute per address
 
 	mu       sync.Mutex // guards failures
 	failures map[string]*failWindow
@@ -28,7 +28,7 @@ const maxFailAddrs = 100000
 
 // fail counts a failure from addr and reports whether it was within the
 // limit (false: addr is throttled; the failure is not counted further).
-func (f *failLimiter) fail(addr string) bool {
+func (f *FailLimiter) Fail(addr string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
@@ -40,7 +40,7 @@ func (f *failLimiter) fail(addr string) bool {
 		w = &failWindow{start: now}
 		f.failures[addr] = w
 	}
-	if w.n >= f.limit() {
+	if w.n >= f.Limit() {
 		return false
 	}
 	w.n++

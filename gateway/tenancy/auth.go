@@ -1,4 +1,4 @@
-package gateway
+package tenancy
 
 import (
 	"crypto/sha256"
@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 )
 
-// authenticator checks client API keys. Keys are stored as SHA-256
+// Authenticator checks client API keys. Keys are stored as SHA-256
 // hashes and compared in constant time; keys in a query string are
 // refused; failed attempts are rate-limited per client address.
-type authenticator struct {
+type Authenticator struct {
 	ring  atomic.Pointer[keyring] // replaced whole on reload
-	fails failLimiter
+	fails FailLimiter
 }
 
 // keyring is the configured key material, immutable once built.
@@ -26,16 +26,26 @@ type keyring struct {
 	trusted []*net.IPNet
 }
 
-func newAuthenticator(c AuthConfig) *authenticator {
-	a := &authenticator{}
-	a.fails.limit = func() int { return a.ring.Load().limit }
-	a.setKeys(c)
+// AuthSettings is what the Authenticator checks against: the keys, the
+// failures per minute per address before 429 (default 20), and the
+// trusted front proxies.
+type AuthSettings struct {
+	Keys              []KeyConfig
+	FailuresPerMinute int
+	TrustedProxies    []string
+}
+
+// NewAuthenticator returns an authenticator of c.
+func NewAuthenticator(c AuthSettings) *Authenticator {
+	a := &Authenticator{}
+	a.fails.Limit = func() int { return a.ring.Load().limit }
+	a.SetKeys(c)
 	return a
 }
 
-// setKeys installs c's keys, limit and trusted proxies; requests already
+// SetKeys installs c's keys, limit and trusted proxies; requests already
 // authenticated are unaffected, failure windows are kept.
-func (a *authenticator) setKeys(c AuthConfig) {
+func (a *Authenticator) SetKeys(c AuthSettings) {
 	r := &keyring{limit: c.FailuresPerMinute}
 	if r.limit <= 0 {
 		r.limit = 20
@@ -52,15 +62,15 @@ func (a *authenticator) setKeys(c AuthConfig) {
 	a.ring.Store(r)
 }
 
-// authResult is the verdict on one request.
-type authResult int
+// AuthResult is the verdict on one request.
+type AuthResult int
 
 const (
-	authOK authResult = iota
-	authMissing
-	authInvalid
-	authQueryKey
-	authThrottled
+	AuthOK AuthResult = iota
+	AuthMissing
+	AuthInvalid
+	AuthQueryKey
+	AuthThrottled
 )
 
 // queryKeyParams are query parameters that would carry a credential.
@@ -70,45 +80,45 @@ var queryKeyParams = []string{"api_key", "api-key", "key", "apikey", "token", "a
 // always passes: only failures are limited, per client address (behind a
 // trusted proxy, the address it forwarded), so one misconfigured client
 // never locks out the others — nor a valid key from the same address.
-func (a *authenticator) check(r *http.Request) (authResult, string) {
+func (a *Authenticator) Check(r *http.Request) (AuthResult, string) {
 	ring := a.ring.Load()
 	if len(ring.keys) == 0 {
-		return authOK, ""
+		return AuthOK, ""
 	}
-	addr := a.clientAddr(r)
+	addr := a.ClientAddr(r)
 	q := r.URL.Query()
 	for _, p := range queryKeyParams {
 		if q.Has(p) {
-			return a.failure(addr, authQueryKey), ""
+			return a.failure(addr, AuthQueryKey), ""
 		}
 	}
-	key := bearer(r)
+	key := Bearer(r)
 	if key == "" {
-		return a.failure(addr, authMissing), ""
+		return a.failure(addr, AuthMissing), ""
 	}
 	found := ring.find(key)
 	if found < 0 {
-		return a.failure(addr, authInvalid), ""
+		return a.failure(addr, AuthInvalid), ""
 	}
-	return authOK, ring.ids[found]
+	return AuthOK, ring.ids[found]
 }
 
 // verify checks r's credential against the running keys as check does,
 // without counting a failure (the request was counted when its headers
 // arrived): the admission's second look, after the body was read.
-func (a *authenticator) verify(r *http.Request) (authResult, string) {
+func (a *Authenticator) Verify(r *http.Request) (AuthResult, string) {
 	ring := a.ring.Load()
 	if len(ring.keys) == 0 {
-		return authOK, ""
+		return AuthOK, ""
 	}
-	key := bearer(r)
+	key := Bearer(r)
 	if key == "" {
-		return authMissing, ""
+		return AuthMissing, ""
 	}
 	if i := ring.find(key); i >= 0 {
-		return authOK, ring.ids[i]
+		return AuthOK, ring.ids[i]
 	}
-	return authInvalid, ""
+	return AuthInvalid, ""
 }
 
 // find is the index of key in the ring, -1 when it is not there; every
@@ -125,10 +135,10 @@ func (ring *keyring) find(key string) int {
 }
 
 // failure counts a failed attempt from addr and returns r, or
-// authThrottled once addr is over its limit.
-func (a *authenticator) failure(addr string, r authResult) authResult {
-	if !a.fails.fail(addr) {
-		return authThrottled
+// AuthThrottled once addr is over its limit.
+func (a *Authenticator) failure(addr string, r AuthResult) AuthResult {
+	if !a.fails.Fail(addr) {
+		return AuthThrottled
 	}
 	return r
 }
@@ -136,7 +146,7 @@ func (a *authenticator) failure(addr string, r authResult) authResult {
 // clientAddr is the address failures are counted against: the peer, or —
 // when the peer is a trusted proxy — the nearest untrusted address in
 // X-Forwarded-For.
-func (a *authenticator) clientAddr(r *http.Request) string {
+func (a *Authenticator) ClientAddr(r *http.Request) string {
 	addr := clientAddr(r)
 	if !a.isTrusted(addr) {
 		return addr
@@ -155,7 +165,7 @@ func (a *authenticator) clientAddr(r *http.Request) string {
 	return addr
 }
 
-func (a *authenticator) isTrusted(addr string) bool {
+func (a *Authenticator) isTrusted(addr string) bool {
 	ip := net.ParseIP(addr)
 	for _, n := range a.ring.Load().trusted {
 		if ip != nil && n.Contains(ip) {
@@ -165,7 +175,9 @@ func (a *authenticator) isTrusted(addr string) bool {
 	return false
 }
 
-func bearer(r *http.Request) string {
+// Bearer is the credential a request carries: its Authorization bearer
+// token, else its api-key header.
+func Bearer(r *http.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return strings.TrimSpace(v)
 	}

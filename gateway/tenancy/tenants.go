@@ -1,11 +1,9 @@
-package gateway
+package tenancy
 
 import (
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -64,12 +62,12 @@ func (b *bucket) wait(n float64) time.Duration {
 func (b *bucket) full() time.Duration { return b.wait(b.capacity) }
 
 // window counts tokens in one calendar period.
-type window struct {
+type Window struct {
 	Start  time.Time `json:"start"`
 	Tokens int64     `json:"tokens"`
 }
 
-func (w *window) roll(start time.Time) {
+func (w *Window) roll(start time.Time) {
 	if !w.Start.Equal(start) {
 		w.Start, w.Tokens = start, 0
 	}
@@ -85,14 +83,14 @@ type tenant struct {
 	tokens   bucket
 	inFlight int
 	reserved int64 // tokens reserved by the key's admitted requests in flight
-	day      window
-	month    window
-	usage    keyUsage
+	day      Window
+	month    Window
+	usage    KeyUsage
 }
 
-// keyUsage is what a key used since the edge started (or since the usage
+// KeyUsage is what a key used since the edge started (or since the usage
 // file began).
-type keyUsage struct {
+type KeyUsage struct {
 	Requests         int64 `json:"requests"`
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
@@ -104,7 +102,7 @@ type keyUsage struct {
 
 // tenants enforces per-key limits and counts usage. Safe for concurrent
 // use.
-type tenants struct {
+type Tenants struct {
 	now    func() time.Time
 	shared *sharedLimits // nil: limits counted on this edge
 
@@ -112,19 +110,19 @@ type tenants struct {
 	keys map[string]*tenant // by key id
 }
 
-func newTenants(keys []KeyConfig, now func() time.Time) *tenants {
+func New(keys []KeyConfig, now func() time.Time) *Tenants {
 	if now == nil {
 		now = time.Now
 	}
-	t := &tenants{now: now, keys: map[string]*tenant{}}
-	t.configure(keys)
+	t := &Tenants{now: now, keys: map[string]*tenant{}}
+	t.Configure(keys)
 	return t
 }
 
 // configure applies (re)loaded keys: a key kept keeps its state, a new
 // one starts full, a removed one is kept absent (refused, its usage and
 // windows remembered for when it comes back).
-func (t *tenants) configure(keys []KeyConfig) {
+func (t *Tenants) Configure(keys []KeyConfig) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
@@ -147,21 +145,16 @@ func (t *tenants) configure(keys []KeyConfig) {
 
 // allows reports whether key may use model: an open API (no key) and a
 // key without a model list may use any.
-func (t *tenants) allows(key, model string) bool {
+func (t *Tenants) Allows(key, model string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tn := t.keys[key]
 	return key == "" || tn != nil && tn.present && tn.cfg.allows(model)
 }
 
-// allows reports whether the key's model list admits model.
-func (k KeyConfig) allows(model string) bool {
-	return len(k.Models) == 0 || slices.ContainsFunc(k.Models, func(m string) bool { return strings.EqualFold(m, model) })
-}
-
 // admission is a request admitted for a key: end settles it.
-type admission struct {
-	t       *tenants
+type Admission struct {
+	t       *Tenants
 	key     string
 	limits  KeyLimits // the key's limits at admission: it settles under them
 	reserve int64     // tokens reserved at admission
@@ -181,19 +174,19 @@ type admission struct {
 // admission; on refusal the error is the client's 429 (403 for a model
 // the key may not use, 401 for a key no longer configured). Either way
 // the x-ratelimit headers are in header.
-func (t *tenants) admit(key, model string, reserve int64, header http.Header) (*admission, *openai.Error) {
+func (t *Tenants) Admit(key, model string, reserve int64, header http.Header) (*Admission, *openai.Error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if key == "" {
-		return &admission{t: t}, nil // an open API
+		return &Admission{t: t}, nil // an open API
 	}
 	tn := t.keys[key]
 	if tn == nil || !tn.present {
-		return nil, revokedKey()
+		return nil, RevokedKey()
 	}
 	if !tn.cfg.allows(model) {
 		return nil, &openai.Error{Status: http.StatusForbidden, Type: openai.TypeInvalidRequest, Code: "model_not_allowed", Param: "model",
-			Message: "This API key may not use the model '" + clipID(model) + "'."}
+			Message: "This API key may not use the model '" + clip(model) + "'."}
 	}
 	now := t.now()
 	if t.shared != nil {
@@ -204,12 +197,12 @@ func (t *tenants) admit(key, model string, reserve int64, header http.Header) (*
 	}
 	tn.inFlight++
 	tn.reserved += reserve
-	return &admission{t: t, key: key, limits: tn.cfg.Limits, reserve: reserve, at: now, header: header}, nil
+	return &Admission{t: t, key: key, limits: tn.cfg.Limits, reserve: reserve, at: now, header: header}, nil
 }
 
 // admitLocal applies tn's limits on this edge and takes what an admitted
 // request takes from its buckets; t.mu is held.
-func (t *tenants) admitLocal(tn *tenant, now time.Time, reserve int64, header http.Header) *openai.Error {
+func (t *Tenants) admitLocal(tn *tenant, now time.Time, reserve int64, header http.Header) *openai.Error {
 	l := tn.cfg.Limits
 	tn.requests.refill(now)
 	tn.tokens.refill(now)
@@ -251,7 +244,7 @@ func fits(taken, reserve, limit int64, alone bool) bool {
 
 // admitShared admits a request of tn against the shared store; t.mu is
 // held on entry and exit (not across the store's round trip).
-func (t *tenants) admitShared(tn *tenant, now time.Time, reserve int64, header http.Header) (*admission, *openai.Error) {
+func (t *Tenants) admitShared(tn *tenant, now time.Time, reserve int64, header http.Header) (*Admission, *openai.Error) {
 	l := tn.cfg.Limits
 	if l.Concurrent > 0 && tn.inFlight >= l.Concurrent { // concurrency stays per edge
 		return nil, rateLimited("requests", "concurrent requests", int64(l.Concurrent), time.Second, header)
@@ -264,7 +257,7 @@ func (t *tenants) admitShared(tn *tenant, now time.Time, reserve int64, header h
 		tn.inFlight--
 		return nil, e
 	}
-	a := &admission{t: t, key: tn.cfg.ID, limits: l, reserve: reserve, at: now, header: header}
+	a := &Admission{t: t, key: tn.cfg.ID, limits: l, reserve: reserve, at: now, header: header}
 	if held {
 		a.shared = reserve
 	}
@@ -275,7 +268,7 @@ func (t *tenants) admitShared(tn *tenant, now time.Time, reserve int64, header h
 // reported it, or the runtime's estimate of what was delivered
 // (estimated); nil when nothing is charged (no answer reached the
 // client). The reservation is released and replaced by what was used.
-func (a *admission) end(u *execution.TokenUsage, estimated bool) {
+func (a *Admission) End(u *execution.TokenUsage, estimated bool) {
 	t := a.t
 	if a.key == "" {
 		return
@@ -317,13 +310,13 @@ func (a *admission) end(u *execution.TokenUsage, estimated bool) {
 // revokedKey is the answer to a request whose key a reload removed or
 // changed after its headers were authenticated and before it was
 // admitted.
-func revokedKey() *openai.Error {
+func RevokedKey() *openai.Error {
 	return &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
 		Message: "Incorrect API key provided: the key is no longer accepted."}
 }
 
 // headers sets OpenAI's x-ratelimit headers for tn's limits.
-func (t *tenants) headers(tn *tenant, h http.Header) {
+func (t *Tenants) headers(tn *tenant, h http.Header) {
 	if h == nil {
 		return
 	}
@@ -391,4 +384,12 @@ func dayStart(t time.Time) time.Time {
 func monthStart(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// clip bounds an identifier a client chose before it goes into a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64]
+	}
+	return s
 }

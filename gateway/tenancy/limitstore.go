@@ -1,4 +1,4 @@
-package gateway
+package tenancy
 
 import (
 	"context"
@@ -214,4 +214,20 @@ func errShape(res []int64) error {
 		return nil
 	}
 	return fmt.Errorf("unexpected answer %v", res)
+}
+
+// UseSharedStore counts t's rate windows and budgets in the Redis cfg
+// names (every edge sharing it sees the same counts); onError is told of
+// every failed call. Call it before t serves.
+func (t *Tenants) UseSharedStore(cfg LimitStoreConfig, password string, onError func(error)) {
+	t.shared = newSharedLimits(cfg, password, onError)
+}
+
+// Close waits for settlements to the shared store still in flight and
+// closes its client; nothing without one.
+func (t *Tenants) Close() error {
+	if t.shared == nil {
+		return nil
+	}
+	return t.shared.Close()
 }

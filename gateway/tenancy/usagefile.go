@@ -1,9 +1,10 @@
-package gateway
+package tenancy
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,13 +18,13 @@ type usageSnapshot struct {
 }
 
 type usageRecord struct {
-	Usage keyUsage `json:"usage"`
-	Day   window   `json:"day"`
-	Month window   `json:"month"`
+	Usage KeyUsage `json:"usage"`
+	Day   Window   `json:"day"`
+	Month Window   `json:"month"`
 }
 
 // snapshot captures every key's usage.
-func (t *tenants) snapshot() usageSnapshot {
+func (t *Tenants) snapshot() usageSnapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := usageSnapshot{Saved: t.now().UTC(), Keys: map[string]usageRecord{}}
@@ -36,7 +37,7 @@ func (t *tenants) snapshot() usageSnapshot {
 // restore loads a snapshot: configured keys get their usage back, and
 // keys not configured now are kept absent with theirs (a key put back by
 // a later reload finds its budget windows).
-func (t *tenants) restore(s usageSnapshot) {
+func (t *Tenants) restore(s usageSnapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, r := range s.Keys {
@@ -49,10 +50,10 @@ func (t *tenants) restore(s usageSnapshot) {
 	}
 }
 
-// usageSaveInterval is how often the usage file is written: a process
+// UsageSaveInterval is how often the usage file is written: a process
 // killed without its shutdown (SIGKILL, a crash) loses at most this much
 // usage. The shared store (auth.limits_store) loses none.
-const usageSaveInterval = 5 * time.Second
+const UsageSaveInterval = 5 * time.Second
 
 // checkUsagePath refuses a usage file that is a symbolic link: the
 // atomic rename would replace the link with a file, and the usage would
@@ -66,7 +67,7 @@ func checkUsagePath(path string) error {
 }
 
 // loadUsage reads path into t; a missing file is a first start.
-func (t *tenants) loadUsage(path string) error {
+func (t *Tenants) LoadUsage(path string) error {
 	if err := checkUsagePath(path); err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (t *tenants) loadUsage(path string) error {
 // temporary file in the same directory, fsynced, renamed over path, and
 // the directory fsynced, so a crash leaves the old file or the new one,
 // never a torn one.
-func (t *tenants) saveUsage(path string) error {
+func (t *Tenants) SaveUsage(path string) error {
 	if err := checkUsagePath(path); err != nil {
 		return err
 	}
@@ -125,18 +126,18 @@ func (t *tenants) saveUsage(path string) error {
 	return d.Sync()
 }
 
-// keepUsage saves the usage file every interval until ctx ends (the
-// last save is closeTenancy's, after the drain).
-func (g *Gateway) keepUsage(ctx context.Context, path string, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// KeepUsage saves the usage file every UsageSaveInterval until ctx ends
+// (the last save is the owner's, after its drain: SaveUsage).
+func (t *Tenants) KeepUsage(ctx context.Context, path string, log *slog.Logger) {
+	tick := time.NewTicker(UsageSaveInterval)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			if err := g.tenants.saveUsage(path); err != nil {
-				g.log.Warn("saving the usage file failed; retrying", "error", err.Error())
+		case <-tick.C:
+			if err := t.SaveUsage(path); err != nil {
+				log.Warn("saving the usage file failed; retrying", "error", err.Error())
 			}
 		}
 	}
