@@ -185,7 +185,9 @@ type NodeLimitsConfig struct {
 	// edge's silent-node backstop derives from it). Default 30m.
 	MaxStallTimeout time.Duration `koanf:"max_stall_timeout"`
 	// MaxCapacity caps a provider's advertised concurrent attempts; an
-	// advertised 0 or less counts as 1. Default 1024.
+	// advertised 0 or less counts as 1, more is cut to the cap (logged,
+	// and shown as advertised_capacity in /admin/providers). Default
+	// 16384.
 	MaxCapacity int `koanf:"max_capacity"`
 	// MaxProviders and MaxModels bound an advertisement (providers per
 	// node, models per provider); a larger one is refused. Defaults 256
@@ -287,7 +289,7 @@ func DefaultConfig() Config {
 		StreamGate: StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
 		Overlay:    OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
 		Log:        LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
-		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 1024, MaxProviders: 256, MaxModels: 1024,
+		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 16384, MaxProviders: 256, MaxModels: 1024,
 			MaxConnsPerSource: 64, MaxConns: 4096},
 		NodeLink: NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 16,
 			StartupGrace: 20 * time.Second},

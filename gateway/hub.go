@@ -295,7 +295,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	if hello == nil || hello.GetNodeId() != nodeID {
 		return status.Error(codes.PermissionDenied, "hello must name the authenticated node")
 	}
-	ads, err := h.granted(nodeID, hello.GetAdvertisement().GetProviders())
+	ads, clamped, err := h.granted(nodeID, hello.GetAdvertisement().GetProviders())
 	if err != nil {
 		h.audit.Warn("node refused: advertisement rejected", "node_id", nodeID, "peer", peerAddr(stream.Context()), "reason", err.Error())
 		return status.Error(codes.PermissionDenied, err.Error())
@@ -329,6 +329,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		return err
 	}
 	h.pool.SetNode(nodeID, c.gen, ads)
+	h.noteClamps(nodeID, c.gen, clamped)
 	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
 	if h.onConnect != nil {
 		owner := Reception{NodeID: nodeID, ConnectionGeneration: c.gen}
@@ -362,8 +363,8 @@ func (h *Hub) serveSession(c *nodeConn) error {
 			}
 			switch msg := m.Msg.(type) {
 			case *wire.NodeMessage_Advertisement:
-				if ads, err := h.granted(c.nodeID, msg.Advertisement.GetProviders()); err == nil {
-					h.readvertise(c, ads)
+				if ads, clamped, err := h.granted(c.nodeID, msg.Advertisement.GetProviders()); err == nil {
+					h.readvertise(c, ads, clamped)
 				}
 			case *wire.NodeMessage_Pong:
 				c.lastPong.Store(time.Now().UnixNano())
@@ -416,47 +417,74 @@ func (h *Hub) answered(c *nodeConn) {
 // node's grant, and clamps what the node claims of the edge's resources:
 // capacity into [1, max_capacity], the stall timeout to
 // max_stall_timeout. Everything a node sends is untrusted input.
-func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire.ProviderAdvertisement, error) {
+//
+// A capacity clamped to max_capacity is never silent: the clamped
+// providers' advertised capacities are returned, for the pool's status
+// (and logged by noteClamps).
+func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire.ProviderAdvertisement, map[string]int, error) {
 	n := (*h.nodes.Load())[nodeID]
 	if len(ads) > h.limits.MaxProviders {
-		return nil, fmt.Errorf("%d providers advertised; at most %d are accepted", len(ads), h.limits.MaxProviders)
+		return nil, nil, fmt.Errorf("%d providers advertised; at most %d are accepted", len(ads), h.limits.MaxProviders)
 	}
+	var clamped map[string]int
 	for _, ad := range ads {
-		if err := h.bounded(ad); err != nil {
-			return nil, err
+		advertised, err := h.bounded(ad)
+		if err != nil {
+			return nil, nil, err
+		}
+		if advertised > 0 {
+			if clamped == nil {
+				clamped = map[string]int{}
+			}
+			clamped[ad.GetProviderId()] = advertised
 		}
 		if len(n.Providers) > 0 && !contains(n.Providers, ad.GetProviderId()) {
-			return nil, fmt.Errorf("provider %q is outside the node's grant", clipID(ad.GetProviderId()))
+			return nil, nil, fmt.Errorf("provider %q is outside the node's grant", clipID(ad.GetProviderId()))
 		}
 		for _, m := range ad.GetModels() {
 			if len(n.Models) > 0 && !contains(n.Models, m) {
-				return nil, fmt.Errorf("model %q is outside the node's grant", clipID(m))
+				return nil, nil, fmt.Errorf("model %q is outside the node's grant", clipID(m))
 			}
 		}
 	}
-	return ads, nil
+	return ads, clamped, nil
+}
+
+// noteClamps tells the pool and the log which of a node's providers
+// advertised more capacity than node_limits.max_capacity lets them use.
+func (h *Hub) noteClamps(nodeID string, gen uint64, clamped map[string]int) {
+	for id, advertised := range clamped {
+		h.pool.NoteAdvertisedCapacity(providerKey{NodeID: nodeID, Generation: gen, ProviderID: id}, advertised)
+		h.log.Warn("a provider advertised more capacity than node_limits.max_capacity allows; it gets the limit", "node_id", nodeID,
+			"provider_id", clipID(id), "advertised_capacity", advertised, "effective_capacity", h.limits.MaxCapacity)
+	}
 }
 
 // maxName bounds every name in an advertisement.
 const maxName = 256
 
 // bounded checks one provider's advertisement against the limits and
-// clamps its capacity and stall timeout.
-func (h *Hub) bounded(ad *wire.ProviderAdvertisement) error {
+// clamps its capacity and stall timeout; it returns the advertised
+// capacity when that was clamped to max_capacity (else 0).
+func (h *Hub) bounded(ad *wire.ProviderAdvertisement) (int, error) {
 	if len(ad.GetModels()) == 0 || len(ad.GetModels()) > h.limits.MaxModels {
-		return fmt.Errorf("provider %q advertises %d models; 1 to %d are accepted", clipID(ad.GetProviderId()), len(ad.GetModels()), h.limits.MaxModels)
+		return 0, fmt.Errorf("provider %q advertises %d models; 1 to %d are accepted", clipID(ad.GetProviderId()), len(ad.GetModels()), h.limits.MaxModels)
 	}
 	if len(ad.GetSurfaces()) > 8 {
-		return fmt.Errorf("provider %q advertises %d surfaces", clipID(ad.GetProviderId()), len(ad.GetSurfaces()))
+		return 0, fmt.Errorf("provider %q advertises %d surfaces", clipID(ad.GetProviderId()), len(ad.GetSurfaces()))
 	}
 	names := append([]string{ad.GetProviderId(), ad.GetAdapter(), ad.GetTarget(), ad.GetInstanceKey(), ad.GetExecutionPath()}, ad.GetModels()...)
 	for _, s := range append(names, ad.GetSurfaces()...) {
 		if len(s) > maxName {
-			return fmt.Errorf("provider %q advertises a name longer than %d bytes", clipID(ad.GetProviderId()), maxName)
+			return 0, fmt.Errorf("provider %q advertises a name longer than %d bytes", clipID(ad.GetProviderId()), maxName)
 		}
 	}
 	if ad.GetProviderId() == "" {
-		return errors.New("a provider without an id was advertised")
+		return 0, errors.New("a provider without an id was advertised")
+	}
+	clamped := 0
+	if ad.GetCapacity() > int32(h.limits.MaxCapacity) {
+		clamped = int(ad.GetCapacity())
 	}
 	ad.Capacity = min(max(ad.GetCapacity(), 1), int32(h.limits.MaxCapacity))
 	if maxMS := h.limits.MaxStallTimeout.Milliseconds(); ad.GetResponseStallTimeoutMs() <= 0 || ad.GetResponseStallTimeoutMs() > maxMS {
@@ -465,7 +493,7 @@ func (h *Hub) bounded(ad *wire.ProviderAdvertisement) error {
 			ad.ResponseStallTimeoutMs = min(300000, maxMS)
 		}
 	}
-	return nil
+	return clamped, nil
 }
 
 func contains(list []string, v string) bool {
@@ -488,11 +516,12 @@ func clipID(s string) string {
 // node's registered connection, checked and applied under one lock, so a
 // late advertisement of a superseded or closed connection never reaches
 // the pool (which refuses an older generation anyway).
-func (h *Hub) readvertise(c *nodeConn, ads []*wire.ProviderAdvertisement) {
+func (h *Hub) readvertise(c *nodeConn, ads []*wire.ProviderAdvertisement, clamped map[string]int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.conns[c.nodeID] == c {
 		h.pool.SetNode(c.nodeID, c.gen, ads)
+		h.noteClamps(c.nodeID, c.gen, clamped)
 	}
 }
 

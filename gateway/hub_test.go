@@ -176,7 +176,7 @@ func TestLateAdvertisementNeverWipesANewerConnection(t *testing.T) {
 	if err != nil || g2 <= g1 {
 		t.Fatal(err)
 	}
-	e.hub.readvertise(old, []*wire.ProviderAdvertisement{ad("stale", 4, "m")})
+	e.hub.readvertise(old, []*wire.ProviderAdvertisement{ad("stale", 4, "m")}, nil)
 	if e.pool.SetNode("n1", g1, []*wire.ProviderAdvertisement{ad("stale", 4, "m")}) {
 		t.Fatal("the pool took an older generation")
 	}

@@ -72,8 +72,11 @@ type pooled struct {
 	priority int
 	disabled bool // configuration health
 	outlier  outlierState
-	probe    string    // the last connect probe's evidence (status only; routing ignores it)
-	probedAt time.Time // when it answered
+	probe    string // the last connect probe's evidence (status only; routing ignores it)
+	// advertised is the capacity the node advertised when it was more
+	// than node_limits.max_capacity (0: not clamped), for the status views.
+	advertised int
+	probedAt   time.Time // when it answered
 }
 
 // servedName is the name under which ad serves model, or "". Names
@@ -236,7 +239,7 @@ func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisem
 		}
 		p.noteServedLocked(ad.GetModels())
 		if pp := p.providers[k]; pp != nil {
-			pp.ad, pp.priority, pp.disabled = ad, pol.Priority, pol.Disabled
+			pp.ad, pp.priority, pp.disabled, pp.advertised = ad, pol.Priority, pol.Disabled, 0
 			continue
 		}
 		p.providers[k] = &pooled{key: k, ad: ad, priority: pol.Priority, disabled: pol.Disabled}

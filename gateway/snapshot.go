@@ -15,12 +15,15 @@ type ProviderSnapshot struct {
 	Models               []string `json:"models"`
 	ExecutionPath        string   `json:"execution_path"`
 	ConfiguredCapacity   int      `json:"configured_capacity"`
-	EffectiveCapacity    int      `json:"effective_capacity"`
-	InFlight             int      `json:"in_flight"`
-	QueueDepth           int      `json:"queue_depth"`
-	Status               string   `json:"status"` // available, unavailable
-	Health               string   `json:"health"` // available, unavailable, unknown
-	OverlayReason        string   `json:"overlay_reason,omitempty"`
+	// AdvertisedCapacity is what the node advertised when the edge's
+	// node_limits.max_capacity cut it down to ConfiguredCapacity.
+	AdvertisedCapacity int    `json:"advertised_capacity,omitempty"`
+	EffectiveCapacity  int    `json:"effective_capacity"`
+	InFlight           int    `json:"in_flight"`
+	QueueDepth         int    `json:"queue_depth"`
+	Status             string `json:"status"` // available, unavailable
+	Health             string `json:"health"` // available, unavailable, unknown
+	OverlayReason      string `json:"overlay_reason,omitempty"`
 	// EjectedUntil is set while the provider is ejected as an outlier
 	// (consecutive server-side failures); it is routable again after.
 	EjectedUntil       *time.Time `json:"ejected_until,omitempty"`
@@ -44,7 +47,7 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 			NodeID: k.NodeID, ConnectionGeneration: k.Generation, ProviderID: k.edgeID(), LocalProviderID: k.ProviderID,
 			Adapter: pp.ad.GetAdapter(), Target: pp.ad.GetTarget(), Models: pp.ad.GetModels(), ExecutionPath: pp.ad.GetExecutionPath(),
 			ConfiguredCapacity: pp.capacity(), EffectiveCapacity: pp.capacity(), InFlight: pp.inFlight,
-			Status: "available", Health: "available",
+			Status: "available", Health: "available", AdvertisedCapacity: pp.advertised,
 		}
 		for _, m := range pp.ad.GetModels() {
 			if q := p.queues[m]; q != nil {
@@ -75,6 +78,16 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })
 	return out
+}
+
+// NoteAdvertisedCapacity records that k advertised more capacity than
+// the edge's limit gives it, for the status views.
+func (p *Pool) NoteAdvertisedCapacity(k providerKey, advertised int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pp := p.providers[k]; pp != nil {
+		pp.advertised = advertised
+	}
 }
 
 // NoteProbe records a connect probe's evidence for the status views.

@@ -111,3 +111,13 @@ func decideOnce(o outcome, committed bool, alternates int, fallback, retriesSpen
 	}
 	return s
 }
+
+// TestQueueRefusalsAreNamed (issue 28): a full queue and a wait past
+// queue.max_wait are different answers, each named.
+func TestQueueRefusalsAreNamed(t *testing.T) {
+	for err, code := range map[error]string{ErrQueueFull: "queue_full", ErrQueueTimeout: "queue_timeout", ErrNoProvider: "no_provider_available"} {
+		if e := dispatchError(err); e.Code != code {
+			t.Errorf("%v: %s, want %s", err, e.Code, code)
+		}
+	}
+}

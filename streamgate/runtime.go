@@ -325,9 +325,12 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 // dispatchError maps a dispatch failure to the client's error.
 func dispatchError(err error) *openai.Error {
 	switch {
-	case errors.Is(err, ErrQueueFull), errors.Is(err, ErrQueueTimeout):
+	case errors.Is(err, ErrQueueFull):
 		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: codeQueueFull,
-			Message: "All providers for this model are busy; the request could not be queued. Please retry shortly."}
+			Message: "All providers for this model are busy and its queue is full (queue.max_length); the request could not be queued. Please retry shortly."}
+	case errors.Is(err, ErrQueueTimeout):
+		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: codeQueueTimeout,
+			Message: "All providers for this model stayed busy for as long as a request may wait for one (queue.max_wait). Please retry shortly."}
 	case errors.Is(err, ErrNoProvider):
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServiceUnavailable, Code: codeNoProvider,
 			Message: "No provider is currently available for this model."}

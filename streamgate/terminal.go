@@ -160,12 +160,13 @@ const (
 	codeBudgetExhausted     = "retry_budget_exhausted"
 	codeMaxAttempts         = "max_attempts_exceeded"
 	codeQueueFull           = "queue_full"
+	codeQueueTimeout        = "queue_timeout"
 	codeNoProvider          = "no_provider_available"
 	codeResumeDiverged      = "resume_diverged"
 )
 
 // knownCodes label the terminals metric (a closed set).
-var knownCodes = set(codeResponseStalled, codeShuttingDown, codeUpstreamError, codeQueueFull, codeNoProvider, codeUpstreamUnavailable,
+var knownCodes = set(codeResponseStalled, codeShuttingDown, codeUpstreamError, codeQueueFull, codeQueueTimeout, codeNoProvider, codeUpstreamUnavailable,
 	codeBudgetExhausted, codeMaxAttempts, codeFirstTokenTimeout, codeContentFilter, codeResumeDiverged, "context_length_exceeded", "rate_limit_exceeded")
 
 func closedCode(c string) string { return closed(knownCodes, c, "other") }

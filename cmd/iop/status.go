@@ -46,8 +46,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROVIDER\tGEN\tADAPTER\tPATH\tMODELS\tCAPACITY\tIN FLIGHT\tQUEUE\tSTATUS\tHEALTH\tREASON\tSEQ\tPROBE")
 	for _, p := range body.Providers {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%d\t%s\n", p.ProviderID, p.ConnectionGeneration, p.Adapter, p.ExecutionPath,
-			strings.Join(p.Models, ","), p.EffectiveCapacity, p.ConfiguredCapacity, p.InFlight, p.QueueDepth, p.Status, p.Health, dash(p.OverlayReason),
+		capacity := fmt.Sprintf("%d/%d", p.EffectiveCapacity, p.ConfiguredCapacity)
+		if p.AdvertisedCapacity > 0 {
+			capacity += fmt.Sprintf(" (advertised %d, cut by node_limits.max_capacity)", p.AdvertisedCapacity)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\n", p.ProviderID, p.ConnectionGeneration, p.Adapter, p.ExecutionPath,
+			strings.Join(p.Models, ","), capacity, p.InFlight, p.QueueDepth, p.Status, p.Health, dash(p.OverlayReason),
 			p.LastObservationSeq, dash(p.Probe))
 	}
 	if len(body.Models) > 0 {

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/iopgw/iop/wire"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestClampedCapacityIsNeverSilent (issue 28): a provider advertising
+// more capacity than node_limits.max_capacity gets the limit, and says so:
+// a warning naming both numbers, and advertised_capacity beside the
+// effective one in the provider snapshot (/admin/providers, the status
+// page, iop status). A provider within the limit shows no such note.
+func TestClampedCapacityIsNeverSilent(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n", Token: "tok"})
+	logs := &syncBuffer{}
+	e.hub.log = slog.New(slog.NewJSONHandler(logs, nil))
+	e.hub.limits.MaxCapacity = 1024
+	big := &wire.ProviderAdvertisement{ProviderId: "big", Adapter: "sim", Target: "m", Models: []string{"m"}, Capacity: 4096}
+	small := &wire.ProviderAdvertisement{ProviderId: "small", Adapter: "sim", Target: "m", Models: []string{"m"}, Capacity: 8}
+	if _, _, err := session(t, t.Context(), e.client(t), "tok", "n", big, small); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ProviderSnapshot{}
+	for _, s := range e.pool.Snapshot() {
+		got[s.LocalProviderID] = s
+	}
+	if b := got["big"]; b.ConfiguredCapacity != 1024 || b.EffectiveCapacity != 1024 || b.AdvertisedCapacity != 4096 {
+		t.Fatalf("the clamped provider: %+v", b)
+	}
+	if s := got["small"]; s.ConfiguredCapacity != 8 || s.AdvertisedCapacity != 0 {
+		t.Fatalf("a provider within the limit: %+v", s)
+	}
+	line := logs.String()
+	if !strings.Contains(line, "node_limits.max_capacity") || !strings.Contains(line, `"advertised_capacity":4096`) ||
+		!strings.Contains(line, `"effective_capacity":1024`) {
+		t.Fatalf("no warning naming both numbers:\n%s", line)
+	}
+}
