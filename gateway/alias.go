@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -97,13 +99,16 @@ func (c *Config) checkAliases(bad badFunc) {
 // modelNames are the names clients may ask for now: every model an
 // admissible provider serves, and every alias one of whose targets is
 // served, sorted.
-func (g *Gateway) modelNames() []string {
+func (g *Gateway) modelNames(c echo.Context) []string {
 	names := g.pool.Models()
-	for _, a := range g.config().aliasNames() {
+	for _, a := range g.confOf(c).aliasNames() {
 		if g.pool.Known(a) && !slices.Contains(names, a) {
 			names = append(names, a)
 		}
 	}
+	// A key lists only what it may use.
+	key := access(c).KeyID
+	names = slices.DeleteFunc(names, func(m string) bool { return !g.tenants.Allows(key, m) })
 	slices.Sort(names)
 	return names
 }

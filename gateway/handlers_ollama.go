@@ -37,9 +37,9 @@ type ollamaModel struct {
 	SizeVRAM   *int64         `json:"size_vram,omitempty"`
 }
 
-func (g *Gateway) ollamaModels(ps bool) []ollamaModel {
+func (g *Gateway) ollamaModels(c echo.Context, ps bool) []ollamaModel {
 	out := []ollamaModel{}
-	for _, m := range g.modelNames() {
+	for _, m := range g.modelNames(c) {
 		om := ollamaModel{Name: m, Model: m, ModifiedAt: g.started.UTC(), Digest: HashToken(m)[:12],
 			Details: map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}, "parameter_size": "", "quantization_level": ""}}
 		if ps {
@@ -53,11 +53,11 @@ func (g *Gateway) ollamaModels(ps bool) []ollamaModel {
 }
 
 func (g *Gateway) ollamaTags(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"models": g.ollamaModels(false)})
+	return c.JSON(http.StatusOK, map[string]any{"models": g.ollamaModels(c, false)})
 }
 
 func (g *Gateway) ollamaPS(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"models": g.ollamaModels(true)})
+	return c.JSON(http.StatusOK, map[string]any{"models": g.ollamaModels(c, true)})
 }
 
 func (g *Gateway) ollamaShow(c echo.Context) error {
@@ -78,7 +78,7 @@ func (g *Gateway) ollamaShow(c echo.Context) error {
 	if req.Model == "" {
 		return writeError(c, openai.InvalidRequest("model", "model is required"))
 	}
-	for _, m := range g.modelNames() {
+	for _, m := range g.modelNames(c) {
 		if m == req.Model {
 			return c.JSON(http.StatusOK, map[string]any{
 				"modelfile": "# served by iop", "parameters": "", "template": "",
@@ -108,7 +108,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if oe != nil {
 		return c.JSONBlob(oe.Status, oe.Body())
 	}
-	if e := g.knownModel(g.confOf(c), req.Model); e != nil {
+	if e := g.knownModel(c, req.Model); e != nil {
 		if e.Status == http.StatusNotFound {
 			nf := ollama.ModelNotFound(req.Model)
 			return c.JSONBlob(nf.Status, nf.Body())
@@ -131,7 +131,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 		return openai.InvalidRequest("", "%s", terr.Message)
 	}
 	sreq := &streamgate.Request{Surface: surface, Stream: req.Stream, Model: req.Model, Need: streamgate.NeedOllamaAware,
-		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: "req_" + randomID(), PromptEstimate: streamgate.EstimatePromptTokens(body)}
+		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: access(c).RequestID, PromptEstimate: streamgate.EstimatePromptTokens(body)}
 	if len(body) <= g.confOf(c).StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}

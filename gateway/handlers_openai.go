@@ -24,7 +24,7 @@ func (g *Gateway) chatCompletions(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	if e := g.knownModel(g.confOf(c), req.Model); e != nil {
+	if e := g.knownModel(c, req.Model); e != nil {
 		return writeError(c, e)
 	}
 	run := req.RunRequest()
@@ -48,7 +48,7 @@ func (g *Gateway) responses(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	if e := g.knownModel(g.confOf(c), req.Model); e != nil {
+	if e := g.knownModel(c, req.Model); e != nil {
 		return writeError(c, e)
 	}
 	run := req.RunRequest()
@@ -90,7 +90,7 @@ func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
 		if head.Model == nil || *head.Model == "" {
 			return writeError(c, openai.InvalidRequest("model", "you must provide a model parameter"))
 		}
-		if e := g.knownModel(g.confOf(c), *head.Model); e != nil {
+		if e := g.knownModel(c, *head.Model); e != nil {
 			return writeError(c, e)
 		}
 		sreq := g.baseRequest(c, streamgate.SurfaceTunnelOnly, *head.Model, body, nil, path)
@@ -113,7 +113,7 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: model, Method: http.MethodPost, Path: path, Header: hdr, Body: body}
 	cfg := g.confOf(c)
 	sreq := &streamgate.Request{Surface: s, Model: model, Fallbacks: cfg.model(model).Fallbacks,
-		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: "req_" + randomID(), PromptEstimate: streamgate.EstimatePromptTokens(body)}
+		Work: streamgate.Work{Run: run, Tunnel: tunnel}, RequestID: access(c).RequestID, PromptEstimate: streamgate.EstimatePromptTokens(body)}
 	if len(body) <= cfg.StreamGate.SnapshotMaxBytes {
 		sreq.Snapshot = body
 	}
@@ -182,7 +182,9 @@ func (g *Gateway) starting() bool {
 // reconnecting), or while the edge is starting and its nodes have not all
 // connected yet; 404 model_not_found only for a model nothing is
 // configured to serve and no node ever served.
-func (g *Gateway) knownModel(cfg *Config, model string) *openai.Error {
+func (g *Gateway) knownModel(c echo.Context, model string) *openai.Error {
+	access(c).Model = model // the access log names it, whatever the answer
+	cfg := g.confOf(c)
 	if g.pool.Known(model) {
 		return nil
 	}
@@ -211,7 +213,7 @@ func (g *Gateway) listModels(c echo.Context) error {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
 	}{Object: "list", Data: []modelObject{}}
-	for _, m := range g.modelNames() {
+	for _, m := range g.modelNames(c) {
 		out.Data = append(out.Data, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
 	}
 	return c.JSON(http.StatusOK, out)
@@ -220,7 +222,7 @@ func (g *Gateway) listModels(c echo.Context) error {
 // getModel serves GET /v1/models/{model}.
 func (g *Gateway) getModel(c echo.Context) error {
 	id := c.Param("model")
-	for _, m := range g.modelNames() {
+	for _, m := range g.modelNames(c) {
 		if m == id {
 			return c.JSON(http.StatusOK, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
 		}

@@ -147,6 +147,9 @@ const genKey = "iop.generation"
 func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Set(genKey, g.gen.Load())
+		// The request's id, from its entry: the access log names it on
+		// every answer, refusals included.
+		access(c).RequestID = "req_" + randomID()
 		return next(c)
 	}
 }

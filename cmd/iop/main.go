@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 )
 
@@ -83,11 +84,21 @@ type command struct {
 // commands is filled by the files that implement each subcommand.
 var commands = map[string]command{}
 
+// usage lists every registered command: those of commandOrder first, in
+// that order, then any other by name (a command is never left out).
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: iop <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	for _, name := range commandOrder {
+	names := slices.Clone(commandOrder)
+	var rest []string
+	for name := range commands {
+		if !slices.Contains(names, name) {
+			rest = append(rest, name)
+		}
+	}
+	slices.Sort(rest)
+	for _, name := range append(names, rest...) {
 		if c, ok := commands[name]; ok {
 			fmt.Fprintf(w, "  %-10s %s\n", name, c.summary)
 		}
@@ -95,7 +106,7 @@ func usage(w io.Writer) {
 }
 
 // commandOrder is the order of the usage text.
-var commandOrder = []string{"dev", "gateway", "node", "status", "version"}
+var commandOrder = []string{"dev", "gateway", "node", "check", "status", "version"}
 
 // signalContext ends on SIGINT or SIGTERM (a drain). SIGHUP is never
 // fatal: the commands that have a configuration file reload it; the

@@ -83,6 +83,15 @@ func TestVersionAndHelp(t *testing.T) {
 	if err := Main(context.Background(), []string{"--version"}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "iop ") {
 		t.Fatalf("--version: %v %q", err, out.String())
 	}
+	var help bytes.Buffer
+	if err := Main(context.Background(), []string{"--help"}, &help, &help); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for name := range commands {
+		if !strings.Contains(help.String(), "\n  "+name+" ") {
+			t.Errorf("--help does not list %s:\n%s", name, help.String())
+		}
+	}
 	for _, cmd := range []string{"gateway", "node", "dev", "status", "version", "check"} {
 		if err := Main(context.Background(), []string{cmd, "--help"}, io.Discard, io.Discard); err != nil {
 			t.Errorf("%s --help: %v, want success", cmd, err)

@@ -62,3 +62,70 @@ func TestAccessLog(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessLogNamesEveryAnswer (issue 30): a refused request — an unknown
+// model (404), a model the key may not use (403) — still logs the model
+// asked for and a request id, and every line's id is its own.
+func TestAccessLogNamesEveryAnswer(t *testing.T) {
+	logs := &logbuf.Buffer{}
+	c := Start(t, Options{Log: slog.New(slog.NewJSONHandler(logs, nil)), Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Models: []string{"iop-sim"}}}
+	}, Nodes: []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{Sim("sim-a", nodeagent.SimConfig{}), Sim("sim-b", nodeagent.SimConfig{})}}}}, nil)
+	send := func(model string) int {
+		req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/chat/completions", strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer sk-a")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		return resp.StatusCode
+	}
+	if code := send("no-such-model"); code != http.StatusNotFound {
+		t.Fatalf("unknown model: %d", code)
+	}
+	recs := logs.Records("request")
+	if len(recs) != 1 || recs[0]["model"] != "no-such-model" || !strings.HasPrefix(recs[0]["request_id"].(string), "req_") {
+		t.Fatalf("the 404's access line: %v", recs)
+	}
+	if code := send("iop-sim"); code != 200 {
+		t.Fatalf("allowed model: %d", code)
+	}
+	recs = logs.Records("request")
+	if len(recs) != 2 || recs[1]["request_id"] == recs[0]["request_id"] || recs[1]["model"] != "iop-sim" {
+		t.Fatalf("access lines %v", recs)
+	}
+}
+
+// TestModelListsFollowTheKey (issue 30): /v1/models, /v1/models/{id} and
+// /api/tags list, per key, only what that key may use.
+func TestModelListsFollowTheKey(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "narrow", SHA256: gateway.HashToken("sk-narrow"), Models: []string{"iop-sim"}},
+			{ID: "wide", SHA256: gateway.HashToken("sk-wide")}}
+	}}, func(c *Cluster) []NodeSpec {
+		other := Sim("other", nodeagent.SimConfig{})
+		other.Models = []string{"other-model"}
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{}), other}}}
+	})
+	get := func(key, path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, c.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, readAll(t, resp)
+	}
+	for _, path := range []string{"/v1/models", "/api/tags"} {
+		if _, b := get("sk-narrow", path); !strings.Contains(b, "iop-sim") || strings.Contains(b, "other-model") {
+			t.Errorf("%s for the narrow key: %s", path, b)
+		}
+		if _, b := get("sk-wide", path); !strings.Contains(b, "iop-sim") || !strings.Contains(b, "other-model") {
+			t.Errorf("%s for the wide key: %s", path, b)
+		}
+	}
+	if code, _ := get("sk-narrow", "/v1/models/other-model"); code != http.StatusNotFound {
+		t.Errorf("a model the key may not use, by id: %d", code)
+	}
+}
