@@ -111,12 +111,20 @@ func (ar *attemptRun) delivered() eventstream.Output {
 // settleUsage fills the summary's usage with an estimate when no attempt
 // reported one and the client got an answer (or left after the request
 // reached a provider): nothing delivered is free.
+//
+// What is charged: output that reached the client (a whole answer or a
+// cut one), a successful answer even without text, and a client that
+// left after its request reached a provider. An error answer (the
+// upstream's or the gateway's) with no output is not charged.
 func (rt *runtime) settleUsage() {
 	if rt.sum.Usage != nil || rt.attempts == 0 {
 		return
 	}
-	if rt.resp.State() == TransportUncommitted && rt.sum.Outcome != "client_cancelled" && rt.sum.Outcome != "slow_client_cut" {
-		return // nothing reached the client, and it did not leave
+	delivered := rt.output.Bytes > 0 || rt.output.Events > 0
+	succeeded := rt.sum.Outcome == "" && rt.resp.State() != TransportUncommitted // Serve names it "ok" after this
+	left := rt.sum.Outcome == "client_cancelled" || rt.sum.Outcome == "slow_client_cut"
+	if !delivered && !succeeded && !left {
+		return
 	}
 	rt.sum.Usage, rt.sum.UsageEstimated = EstimateUsage(rt.req.PromptEstimate, rt.output), true
 }

@@ -1,6 +1,7 @@
 package streamgate
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -45,5 +46,28 @@ func TestEstimateUsage(t *testing.T) {
 		if u.CompletionTokens != tt.want || u.PromptTokens != 7 || u.TotalTokens != 7+tt.want {
 			t.Errorf("%+v: %+v, want completion %d", tt.out, u, tt.want)
 		}
+	}
+}
+
+// TestWhatIsCharged: an answer, whole or cut, is charged an estimate when
+// no usage was reported; an error answer with no output is not.
+func TestWhatIsCharged(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		items   []Item
+		charged bool
+	}{
+		{"a whole answer", []Item{delta("hello there"), complete()}, true},
+		{"a cut answer", []Item{delta("hello")}, true},
+		{"an error answer", []Item{upstreamFail(400, "", 0)}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: tt.items}}}
+			cfg := Config{Dispatcher: d, Metrics: testMetrics}.WithDefaults()
+			sum := Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m", PromptEstimate: 7}, httptest.NewRecorder())
+			if got := sum.Usage != nil && sum.UsageEstimated; got != tt.charged {
+				t.Fatalf("charged %v (%+v), want %v", got, sum.Usage, tt.charged)
+			}
+		})
 	}
 }
