@@ -183,7 +183,7 @@ var surfaceNames = []string{"chat", "responses", "completions", "embeddings", "o
 var defaultSurfaces = map[string][]string{
 	"openai": {"chat", "completions", "embeddings"},
 	"ollama": {"ollama", "completions", "embeddings"}, // /api/* natively; Ollama's /v1 for the endpoints iop does not translate
-	"sim":    {"chat", "responses"},
+	"sim":    {"chat", "responses", "completions", "embeddings"},
 }
 
 // DefaultConfig returns a Config with every default set.

@@ -14,14 +14,19 @@ import (
 
 // Tunnel implements [execution.Tunneler]: it answers an OpenAI-compatible
 // HTTP request with the bytes an OpenAI-compatible server would send —
-// JSON or SSE for /v1/chat/completions and /v1/responses, the model list
-// for /v1/models — one body frame per event, with the same scripted
-// faults as Execute.
+// JSON or SSE for /v1/chat/completions, /v1/responses and
+// /v1/completions, vectors for /v1/embeddings, the model list for
+// /v1/models — one body frame per event, with the same scripted faults as
+// Execute.
 func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
 	path, _, _ := strings.Cut(req.Path, "?")
 	switch {
 	case req.Method == http.MethodGet && path == "/v1/models":
 		return p.tunnelModels(emit)
+	case req.Method == http.MethodPost && path == "/v1/embeddings":
+		return p.tunnelEmbeddings(req, emit)
+	case req.Method == http.MethodPost && path == "/v1/completions":
+		return p.tunnelCompletions(ctx, req, emit)
 	case req.Method == http.MethodPost && path == "/v1/chat/completions":
 		r, e := openai.DecodeChatRequest(req.Body, openai.Limits{})
 		if e != nil {

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// TestSimServesEmbeddingsAndCompletions (issue 30): the built-in sim — so
+// `make run` — answers /v1/embeddings and /v1/completions, checked with
+// openai-go: stable unit vectors of the asked dimensions (float and
+// base64 alike), and the sim's answer as text completions, whole and
+// streamed.
+func TestSimServesEmbeddingsAndCompletions(t *testing.T) {
+	c := Start(t, Options{}, func(*Cluster) []NodeSpec {
+		normalized := Sim("sim-a", nodeagent.SimConfig{})
+		normalized.Path = nodeagent.PathNormalized
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{normalized, Sim("sim-b", nodeagent.SimConfig{})}}} // as iop dev
+	})
+	client := oai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	emb, err := client.Embeddings.New(ctx, oai.EmbeddingNewParams{Model: "iop-sim", Dimensions: oai.Int(16),
+		Input: oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"hello", "world", "hello"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(emb.Data) != 3 || len(emb.Data[0].Embedding) != 16 || emb.Usage.PromptTokens != 3 {
+		t.Fatalf("embeddings %+v", emb)
+	}
+	norm := 0.0
+	for _, x := range emb.Data[0].Embedding {
+		norm += x * x
+	}
+	if math.Abs(norm-1) > 1e-4 || !equalVec(emb.Data[0].Embedding, emb.Data[2].Embedding) || equalVec(emb.Data[0].Embedding, emb.Data[1].Embedding) {
+		t.Fatalf("vectors: |v|² %v, same text same vector, other text another", norm)
+	}
+	// base64, as the Python and Node SDKs ask by default.
+	resp, err := http.Post(c.URL+"/v1/embeddings", "application/json", strings.NewReader(`{"model":"iop-sim","input":"hello","dimensions":16,"encoding_format":"base64"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b64 struct {
+		Data []struct{ Embedding string } `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(readAll(t, resp)), &b64); err != nil || len(b64.Data) != 1 {
+		t.Fatalf("base64 answer: %v %+v", err, b64)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(b64.Data[0].Embedding)
+	for i, want := range emb.Data[0].Embedding {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])); math.Abs(float64(got)-want) > 1e-6 {
+			t.Fatalf("base64 component %d: %v, float %v", i, got, want)
+		}
+	}
+	comp, err := client.Completions.New(ctx, oai.CompletionNewParams{Model: "iop-sim", Prompt: oai.CompletionNewParamsPromptUnion{OfString: oai.String("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(comp.Choices) != 1 || !strings.Contains(comp.Choices[0].Text, "iop-sim") || comp.Choices[0].FinishReason != "stop" || comp.Usage.TotalTokens == 0 {
+		t.Fatalf("completion %+v", comp)
+	}
+	s := client.Completions.NewStreaming(ctx, oai.CompletionNewParams{Model: "iop-sim", Prompt: oai.CompletionNewParamsPromptUnion{OfString: oai.String("hi")}})
+	var text strings.Builder
+	for s.Next() {
+		for _, ch := range s.Current().Choices {
+			text.WriteString(ch.Text)
+		}
+	}
+	if err := s.Err(); err != nil || text.String() != comp.Choices[0].Text {
+		t.Fatalf("streamed completion %q (%v), whole %q", text.String(), err, comp.Choices[0].Text)
+	}
+	resp, err = http.Post(c.URL+"/v1/embeddings", "application/json", strings.NewReader(`{"model":"iop-sim"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 400 || !strings.Contains(body, `"param":"input"`) {
+		t.Fatalf("embeddings without input: %d %s", resp.StatusCode, body)
+	}
+}
+
+func equalVec(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
