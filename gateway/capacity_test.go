@@ -1,31 +1,13 @@
 package gateway
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/iopgw/iop/internal/testing/logbuf"
 	"github.com/iopgw/iop/wire"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestClampedCapacityIsNeverSilent (issue 28): a provider advertising
 // more capacity than node_limits.max_capacity gets the limit, and says so:
@@ -34,7 +16,7 @@ func (s *syncBuffer) String() string {
 // page, iop status). A provider within the limit shows no such note.
 func TestClampedCapacityIsNeverSilent(t *testing.T) {
 	e := startHub(t, NodeConfig{ID: "n", Token: "tok"})
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	e.hub.log = slog.New(slog.NewJSONHandler(logs, nil))
 	e.hub.limits.MaxCapacity = 1024
 	big := &wire.ProviderAdvertisement{ProviderId: "big", Adapter: "sim", Target: "m", Models: []string{"m"}, Capacity: 4096}
