@@ -175,6 +175,7 @@ type runtime struct {
 	lastFail      *outcome    // the last failed attempt, answered if no other attempt can start
 	rs            resumeState
 	output        eventstream.Output // generated output delivered to the client, over every attempt
+	unreported    eventstream.Output // of which attempts that reported no usage delivered
 	avoid         avoidance          // stall evidence, bound to every dispatch of the request
 	start         time.Time
 	sum           Summary
@@ -204,10 +205,15 @@ func (rt *runtime) run(ctx context.Context) {
 		}
 		rt.attempts++
 		rt.sum.Model, rt.sum.Provider, rt.sum.Path = att.Model(), att.ProviderID(), pathOf(att.Kind())
+		reported := rt.sum.Usage
 		out := rt.pump(ctx, att)
 		att.Close()
-		if rt.resp.State() != TransportUncommitted {
-			rt.output.Add(rt.cur.delivered()) // an attempt that ended uncommitted delivered nothing
+		if rt.resp.State() != TransportUncommitted { // an attempt that ended uncommitted delivered nothing
+			d := rt.cur.delivered()
+			rt.output.Add(d)
+			if rt.sum.Usage == reported {
+				rt.unreported.Add(d) // delivered, but its upstream reported no usage for it
+			}
 		}
 		rt.endBudget()
 		rt.cfg.Metrics.attempts.WithLabelValues(out.kind.String()).Inc()

@@ -117,7 +117,19 @@ func (ar *attemptRun) delivered() eventstream.Output {
 // left after its request reached a provider. An error answer (the
 // upstream's or the gateway's) with no output is not charged.
 func (rt *runtime) settleUsage() {
-	if rt.sum.Usage != nil || rt.attempts == 0 {
+	if u := rt.sum.Usage; u != nil {
+		// A resumed stream: what an attempt without reported usage
+		// delivered (the cut one, typically) is added as an estimate.
+		if rt.unreported.Bytes > 0 || rt.unreported.Events > 0 {
+			est := EstimateUsage(0, rt.unreported).CompletionTokens
+			sum := *u
+			sum.CompletionTokens += est
+			sum.TotalTokens += est
+			rt.sum.Usage, rt.sum.UsageEstimated = &sum, true
+		}
+		return
+	}
+	if rt.attempts == 0 {
 		return
 	}
 	delivered := rt.output.Bytes > 0 || rt.output.Events > 0

@@ -4,8 +4,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/execution"
 )
 
 // TestEstimatePromptTokens: text at four bytes a token plus three per
@@ -69,5 +71,37 @@ func TestWhatIsCharged(t *testing.T) {
 				t.Fatalf("charged %v (%+v), want %v", got, sum.Usage, tt.charged)
 			}
 		})
+	}
+}
+
+// TestResumedUsageCountsEveryAttempt (issue 29): a stream cut after
+// "Hello wor" (no usage reported) and continued by an attempt that
+// reports its own is charged both: the continuation's usage plus an
+// estimate of what the cut attempt delivered.
+func TestResumedUsageCountsEveryAttempt(t *testing.T) {
+	pol := DefaultRetryPolicy()
+	pol.Resume = true
+	w := &world{models: map[string][]string{"p": {"p1"}, "f": {"f1"}}, prefill: map[string]bool{"f1": true}}
+	w.script = func(p string, _ int, _ DispatchRequest) *fakeAttempt {
+		if p == "p1" {
+			return &fakeAttempt{items: deltas("Hello", " wor")}
+		}
+		return &fakeAttempt{items: []Item{delta("ld."), ev(execution.RunEvent{Type: execution.EventTypeComplete,
+			Usage: &execution.TokenUsage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}})}}
+	}
+	var sum Summary
+	synctest.Test(t, func(t *testing.T) {
+		w.tries = map[string]int{}
+		cfg := Config{Dispatcher: w, Metrics: testMetrics, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
+		req := &Request{Surface: SurfaceChat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),
+			RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil },
+			Continue: func(m, prefix string) (Work, error) {
+				return Work{Run: &execution.RunRequest{Model: m, Continuation: true, Messages: []execution.Message{{Role: "assistant", Content: prefix}}}}, nil
+			}}
+		sum = Serve(t.Context(), &cfg, req, httptest.NewRecorder())
+	})
+	// "Hello", " wor": 2 events, 9 bytes → 3 tokens estimated, plus the 2 reported.
+	if u := sum.Usage; u == nil || !sum.UsageEstimated || u.CompletionTokens != 2+3 || u.PromptTokens != 10 || u.TotalTokens != 12+3 {
+		t.Fatalf("usage %+v (estimated %v)", sum.Usage, sum.UsageEstimated)
 	}
 }
