@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"github.com/iopgw/iop/internal/syncx"
+	"github.com/iopgw/iop/internal/testing/wait"
 
 	"context"
 	"log/slog"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -146,9 +146,8 @@ func TestReconnectRace(t *testing.T) {
 	if err := <-opened; err != nil {
 		t.Fatalf("current-generation open: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	closeOld() // the old stream's close arrives late
-	time.Sleep(50 * time.Millisecond)
+	closeOld()                                                                        // the old stream's close arrives late: after the new one took over and got work
+	wait.Until(t, func() bool { return testutil.ToFloat64(e.m.nodesConnected) == 1 }) // its cleanup ran
 	nodes := e.hub.Nodes()
 	if len(nodes) != 1 || nodes[0].ConnectionGeneration != g2 {
 		t.Fatalf("registry %+v", nodes)

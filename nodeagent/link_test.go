@@ -334,7 +334,8 @@ func TestNoHeadOfLineBlocking(t *testing.T) {
 	if _, err := stuck.stream.Recv(); err != nil { // then never read again
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the stuck stream fill its windows
+	// The stuck stream has filled the edge's window (1 MiB) and more.
+	wait.Until(t, func() bool { a := w.Attempts(); return len(a) == 1 && a[0].SentBytes() > 2<<20 })
 	start := time.Now()
 	evs := l.edge.dispatch(t, s, runDown("sim-a", "iop-sim", 0)).events(t)
 	if evs[len(evs)-1].GetType() != "complete" {
