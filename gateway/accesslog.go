@@ -111,7 +111,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		attrs := []slog.Attr{
 			slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
 			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
-			slog.String("outcome", outcome), slog.String("model", clipID(a.Model)),
+			slog.String("outcome", outcome), slog.String("model", g.loggedModel(a.Model)),
 			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.ClientAddr(c.Request())),
 		}
 		if a.FallbacksSkipped > 0 {
@@ -129,4 +129,18 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		g.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
 		return err
 	}
+}
+
+// loggedModel is how the access log names the model a request asked for:
+// by name when the edge knows it (served, configured or granted — a
+// bounded set), else "unknown": a name the caller made up never reaches a
+// log line.
+func (g *Gateway) loggedModel(model string) string {
+	switch {
+	case model == "":
+		return ""
+	case g.knownName(model):
+		return clipID(model)
+	}
+	return "unknown"
 }
