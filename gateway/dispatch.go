@@ -62,7 +62,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		d.hub.metrics.dispatchFails.Inc()
 		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
-	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, cancel: cancel, span: span}, nil
+	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, cancel: cancel, span: span}, nil
 }
 
 // Candidates implements [streamgate.Dispatcher].
@@ -158,6 +158,7 @@ type edgeAttempt struct {
 	lease  *Lease
 	conn   *attemptConn
 	kind   streamgate.Kind
+	native bool // the work went in its Native form (Ollama's own API)
 	cancel context.CancelFunc
 
 	mu         sync.Mutex
@@ -175,7 +176,13 @@ type edgeAttempt struct {
 // first (the terminal, a link error, Close).
 func (a *edgeAttempt) release() { a.relOnce.Do(func() { a.lease.Release() }) }
 
-var _ streamgate.Attempt = (*edgeAttempt)(nil)
+var (
+	_ streamgate.Attempt       = (*edgeAttempt)(nil)
+	_ streamgate.NativeAttempt = (*edgeAttempt)(nil)
+)
+
+// Native implements [streamgate.NativeAttempt].
+func (a *edgeAttempt) Native() bool { return a.native }
 
 func (a *edgeAttempt) Kind() streamgate.Kind { return a.kind }
 

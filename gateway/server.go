@@ -47,6 +47,8 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.POST("/api/show", g.ollamaShow)
 	e.POST("/api/chat", g.ollamaChat)
 	e.POST("/api/generate", g.ollamaGenerate)
+	e.POST("/api/embed", g.ollamaEmbed)
+	e.POST("/api/embeddings", g.ollamaEmbeddings)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapi.Spec) })
 

@@ -21,10 +21,15 @@ const (
 	// SurfaceTunnelOnly is an OpenAI endpoint served only by tunnelling
 	// (embeddings, legacy completions).
 	SurfaceTunnelOnly
+	// SurfaceOllamaEmbed is Ollama's /api/embed and /api/embeddings:
+	// native to an Ollama upstream, else OpenAI embeddings reshaped.
+	SurfaceOllamaEmbed
 )
 
 // IsOllama reports whether s answers in Ollama's shapes.
-func (s Surface) IsOllama() bool { return s == SurfaceOllamaChat || s == SurfaceOllamaGenerate }
+func (s Surface) IsOllama() bool {
+	return s == SurfaceOllamaChat || s == SurfaceOllamaGenerate || s == SurfaceOllamaEmbed
+}
 
 // encoder renders normalized events for one surface. A fresh encoder is
 // made for every attempt: nothing of a failed, uncommitted attempt

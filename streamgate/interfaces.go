@@ -46,6 +46,13 @@ type Attempt interface {
 	Close()
 }
 
+// NativeAttempt is implemented by attempts that can say whether they run
+// the request's Native form (the upstream's own API, e.g. Ollama's)
+// rather than its Tunnel form.
+type NativeAttempt interface {
+	Native() bool
+}
+
 // Need is what the dispatched provider must support.
 type Need int
 

@@ -107,6 +107,9 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 		}
 	default:
 		ar.tun = newTunnelState(rt.req.Surface)
+		if n, ok := att.(NativeAttempt); rt.req.Reshape != nil && !(ok && n.Native()) {
+			ar.tun.reshape = rt.req.Reshape
+		}
 	}
 	rt.cur = ar
 	closeAtt := rt.guarded("closing the attempt", att.Close)

@@ -107,6 +107,12 @@ type Request struct {
 	// RebuildForModel returns Work for another model (fallbacks); nil
 	// when the request cannot be rebuilt.
 	RebuildForModel func(model string) (Work, error)
+	// Reshape, when set, turns the whole (JSON) answer of an attempt that
+	// ran the request's Tunnel form into the client's surface (an OpenAI
+	// embeddings answer into Ollama's): the status stays, the header and
+	// body are replaced (the status too, when the answer cannot be
+	// reshaped). An attempt on the Native form is never reshaped.
+	Reshape func(status int, header http.Header, body []byte) (int, http.Header, []byte)
 	// PromptEstimate is the gateway's estimate of the prompt's tokens,
 	// charged when the upstream reports no usage.
 	PromptEstimate int64

@@ -36,6 +36,9 @@ type tunnelState struct {
 	// decided: the first event was seen and was not an error, so the
 	// bytes held before it went out.
 	decided bool
+	// reshape, when set, turns a whole answer into the client's surface
+	// (Request.Reshape, for an attempt on the Tunnel form).
+	reshape func(status int, header http.Header, body []byte) (int, http.Header, []byte)
 }
 
 // maxTunnelBuffer bounds a buffered (non-streaming or error) tunnel body;
@@ -166,10 +169,17 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	t, rt := ar.tun, ar.rt
 	switch t.mode {
 	case tunnelError:
-		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: t.header, errBody: t.buf}
+		head, body := t.header, t.buf
+		if t.reshape != nil {
+			_, head, body = t.reshape(t.status, head, body)
+		}
+		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: head, errBody: body}
 	case tunnelBuffer:
 		if strings.Contains(strings.ToLower(t.header.Get("Content-Type")), "json") {
 			rt.sum.Usage = observed(eventstream.BodyUsage(t.buf), rt.sum.Usage)
+		}
+		if t.reshape != nil {
+			t.status, t.header, t.buf = t.reshape(t.status, t.header, t.buf)
 		}
 		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
 			return clientGone(err)
