@@ -88,6 +88,9 @@ const (
 	SurfaceResponses   = "responses"
 	SurfaceCompletions = "completions"
 	SurfaceEmbeddings  = "embeddings"
+	SurfaceModerations = "moderations"
+	SurfaceImages      = "images"
+	SurfaceRerank      = "rerank"
 	SurfaceOllama      = "ollama"
 )
 
@@ -103,6 +106,12 @@ func SurfaceOfPath(path string) string {
 		return SurfaceCompletions
 	case "/v1/embeddings":
 		return SurfaceEmbeddings
+	case "/v1/moderations":
+		return SurfaceModerations
+	case "/v1/images/generations":
+		return SurfaceImages
+	case "/v1/rerank":
+		return SurfaceRerank
 	}
 	return ""
 }

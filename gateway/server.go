@@ -34,6 +34,9 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.POST("/v1/responses", g.responses)
 	e.POST("/v1/embeddings", g.tunnelOnly("/v1/embeddings"))
 	e.POST("/v1/completions", g.tunnelOnly("/v1/completions"))
+	e.POST("/v1/moderations", g.tunnelOnly("/v1/moderations"))
+	e.POST("/v1/images/generations", g.tunnelOnly("/v1/images/generations"))
+	e.POST("/v1/rerank", g.tunnelOnly("/v1/rerank"))
 	e.GET("/v1/models", g.listModels)
 	e.GET("/v1/models/:model", g.getModel)
 

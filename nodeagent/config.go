@@ -177,13 +177,13 @@ const (
 )
 
 // surfaceNames are the surfaces a provider may declare.
-var surfaceNames = []string{"chat", "responses", "completions", "embeddings", "ollama"}
+var surfaceNames = []string{"chat", "responses", "completions", "embeddings", "moderations", "images", "rerank", "ollama"}
 
 // defaultSurfaces are the surfaces each adapter's upstream serves natively.
 var defaultSurfaces = map[string][]string{
 	"openai": {"chat", "completions", "embeddings"},
 	"ollama": {"ollama", "completions", "embeddings"}, // /api/* natively; Ollama's /v1 for the endpoints iop does not translate
-	"sim":    {"chat", "responses", "completions", "embeddings"},
+	"sim":    {"chat", "responses", "completions", "embeddings", "moderations", "images", "rerank"},
 }
 
 // DefaultConfig returns a Config with every default set.

@@ -98,3 +98,52 @@ func equalVec(a, b []float64) bool {
 	}
 	return true
 }
+
+// TestSimServesModerationsImagesRerank (issue 30): /v1/moderations and
+// /v1/images/generations through openai-go, and /v1/rerank (vLLM's and
+// Jina's shape) over HTTP, all answered by the sim through the tunnel.
+func TestSimServesModerationsImagesRerank(t *testing.T) {
+	c := Start(t, Options{}, func(*Cluster) []NodeSpec {
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}}
+	})
+	client := oai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	mod, err := client.Moderations.New(ctx, oai.ModerationNewParams{Model: "iop-sim",
+		Input: oai.ModerationNewParamsInputUnion{OfStringArray: []string{"hello", "world"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mod.Results) != 2 || mod.Results[0].Flagged || mod.Results[0].CategoryScores.Violence >= 0.001 {
+		t.Fatalf("moderation %+v", mod)
+	}
+	img, err := client.Images.Generate(ctx, oai.ImageGenerateParams{Model: "iop-sim", Prompt: "a small square", N: oai.Int(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(img.Data) != 2 {
+		t.Fatalf("images %+v", img)
+	}
+	png, err := base64.StdEncoding.DecodeString(img.Data[0].B64JSON)
+	if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+		t.Fatalf("image bytes %q %v", png, err)
+	}
+	resp, err := http.Post(c.URL+"/v1/rerank", "application/json",
+		strings.NewReader(`{"model":"iop-sim","query":"green tea","documents":["coffee","green tea leaves","tea"],"top_n":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr struct {
+		Results []struct {
+			Index          int     `json:"index"`
+			RelevanceScore float64 `json:"relevance_score"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(readAll(t, resp)), &rr); err != nil || len(rr.Results) != 2 || rr.Results[0].Index != 1 ||
+		rr.Results[0].RelevanceScore != 1 || rr.Results[1].Index != 2 {
+		t.Fatalf("rerank %+v %v", rr, err)
+	}
+	if _, err := client.Images.Generate(ctx, oai.ImageGenerateParams{Model: "iop-sim", Prompt: "x", ResponseFormat: oai.ImageGenerateParamsResponseFormatURL}); err == nil ||
+		!strings.Contains(err.Error(), "400") {
+		t.Fatalf("a url response format: %v", err)
+	}
+}

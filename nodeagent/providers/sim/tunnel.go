@@ -27,6 +27,12 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		return p.tunnelEmbeddings(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/completions":
 		return p.tunnelCompletions(ctx, req, emit)
+	case req.Method == http.MethodPost && path == "/v1/moderations":
+		return p.tunnelModerations(req, emit)
+	case req.Method == http.MethodPost && path == "/v1/images/generations":
+		return p.tunnelImages(req, emit)
+	case req.Method == http.MethodPost && path == "/v1/rerank":
+		return p.tunnelRerank(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/chat/completions":
 		r, e := openai.DecodeChatRequest(req.Body, openai.Limits{})
 		if e != nil {

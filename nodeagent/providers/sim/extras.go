@@ -1,0 +1,152 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
+)
+
+// The sim's small deterministic answers to OpenAI's moderations and image
+// generation and to rerank (as vLLM, llama.cpp and Jina serve it), so
+// `iop dev` shows those surfaces with nothing else installed.
+
+// respondJSON answers 200 with v as JSON.
+func respondJSON(emit *execution.FrameEmitter, v any) error {
+	b, _ := json.Marshal(v)
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("application/json")})
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: b})
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+	return nil
+}
+
+// moderationCategories are OpenAI's moderation categories.
+var moderationCategories = []string{"harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
+	"self-harm", "self-harm/instructions", "self-harm/intent", "sexual", "sexual/minors", "violence", "violence/graphic"}
+
+// tunnelModerations answers POST /v1/moderations: nothing is flagged; the
+// scores are small and stable per input.
+func (p *Provider) tunnelModerations(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	var r struct {
+		Model string          `json:"model"`
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(req.Body, &r); err != nil {
+		return respondError(emit, openai.InvalidRequest("", "We could not parse the JSON body of your request: %v", err))
+	}
+	inputs, err := embeddingInputs(r.Input)
+	if len(r.Input) == 0 || err != nil || len(inputs) == 0 {
+		return respondError(emit, openai.InvalidRequest("input", "input must be a string or an array of strings"))
+	}
+	type result struct {
+		Flagged        bool               `json:"flagged"`
+		Categories     map[string]bool    `json:"categories"`
+		CategoryScores map[string]float64 `json:"category_scores"`
+	}
+	out := struct {
+		ID      string   `json:"id"`
+		Model   string   `json:"model"`
+		Results []result `json:"results"`
+	}{ID: "modr-" + strings.TrimPrefix(openai.NewChatID(), "chatcmpl-"), Model: r.Model}
+	for _, in := range inputs {
+		sum := sha256.Sum256([]byte(in))
+		res := result{Categories: map[string]bool{}, CategoryScores: map[string]float64{}}
+		for i, c := range moderationCategories {
+			res.Categories[c], res.CategoryScores[c] = false, float64(sum[i%len(sum)])/255/1000 // below 0.001
+		}
+		out.Results = append(out.Results, res)
+	}
+	return respondJSON(emit, out)
+}
+
+// simImagePNG is a 1×1 PNG: the sim's every generated image.
+const simImagePNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// tunnelImages answers POST /v1/images/generations with n copies of a
+// 1×1 PNG as b64_json (the sim hosts no URLs).
+func (p *Provider) tunnelImages(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	var r struct {
+		Prompt         string `json:"prompt"`
+		N              *int   `json:"n"`
+		ResponseFormat string `json:"response_format"`
+	}
+	if err := json.Unmarshal(req.Body, &r); err != nil {
+		return respondError(emit, openai.InvalidRequest("", "We could not parse the JSON body of your request: %v", err))
+	}
+	n := 1
+	switch {
+	case r.Prompt == "":
+		return respondError(emit, openai.InvalidRequest("prompt", "prompt is required"))
+	case r.ResponseFormat == "url":
+		return respondError(emit, openai.InvalidRequest("response_format", "the sim returns images as b64_json only"))
+	case r.N != nil && (*r.N < 1 || *r.N > 10):
+		return respondError(emit, openai.InvalidRequest("n", "n must be between 1 and 10"))
+	case r.N != nil:
+		n = *r.N
+	}
+	type image struct {
+		B64JSON       string `json:"b64_json"`
+		RevisedPrompt string `json:"revised_prompt"`
+	}
+	out := struct {
+		Created int64   `json:"created"`
+		Data    []image `json:"data"`
+	}{Created: time.Now().Unix()}
+	for range n {
+		out.Data = append(out.Data, image{B64JSON: simImagePNG, RevisedPrompt: r.Prompt})
+	}
+	return respondJSON(emit, out)
+}
+
+// tunnelRerank answers POST /v1/rerank: documents scored by the share of
+// the query's words they contain, best first (top_n of them).
+func (p *Provider) tunnelRerank(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	var r struct {
+		Model     string   `json:"model"`
+		Query     string   `json:"query"`
+		Documents []string `json:"documents"`
+		TopN      *int     `json:"top_n"`
+	}
+	if err := json.Unmarshal(req.Body, &r); err != nil {
+		return respondError(emit, openai.InvalidRequest("", "query must be a string and documents an array of strings: %v", err))
+	}
+	if r.Query == "" || len(r.Documents) == 0 {
+		return respondError(emit, openai.InvalidRequest("documents", "query and documents are required"))
+	}
+	type result struct {
+		Index          int            `json:"index"`
+		RelevanceScore float64        `json:"relevance_score"`
+		Document       map[string]any `json:"document"`
+	}
+	words := strings.Fields(strings.ToLower(r.Query))
+	results := make([]result, len(r.Documents))
+	tokens := len(words)
+	for i, d := range r.Documents {
+		doc := strings.ToLower(d)
+		hits := 0
+		for _, w := range words {
+			if strings.Contains(doc, w) {
+				hits++
+			}
+		}
+		results[i] = result{Index: i, RelevanceScore: float64(hits) / float64(max(1, len(words))), Document: map[string]any{"text": d}}
+		tokens += len(strings.Fields(d))
+	}
+	// Stable: by score, then by index.
+	for i := 1; i < len(results); i++ {
+		for j := i; j > 0 && results[j].RelevanceScore > results[j-1].RelevanceScore; j-- {
+			results[j], results[j-1] = results[j-1], results[j]
+		}
+	}
+	if r.TopN != nil && *r.TopN >= 0 && *r.TopN < len(results) {
+		results = results[:*r.TopN]
+	}
+	id := sha256.Sum256([]byte(r.Query))
+	return respondJSON(emit, map[string]any{"id": "rerank-" + hex.EncodeToString(id[:6]), "model": r.Model, "results": results,
+		"usage": map[string]int{"total_tokens": tokens}})
+}
