@@ -147,3 +147,28 @@ func TestSimServesModerationsImagesRerank(t *testing.T) {
 		t.Fatalf("a url response format: %v", err)
 	}
 }
+
+// TestResponsesStoreIsTheSameOnBothPaths (issue 30): a Responses answer of
+// iop dev's sims says store=false whether it was tunnelled from the sim or
+// translated by iop (neither stores the response), streamed or not.
+func TestResponsesStoreIsTheSameOnBothPaths(t *testing.T) {
+	c := Start(t, Options{}, func(*Cluster) []NodeSpec {
+		translated := Sim("translated", nodeagent.SimConfig{})
+		translated.Path, translated.Models = nodeagent.PathNormalized, []string{"via-iop"}
+		tunnelled := Sim("tunnelled", nodeagent.SimConfig{})
+		tunnelled.Models = []string{"via-sim"}
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{translated, tunnelled}}}
+	})
+	for _, model := range []string{"via-iop", "via-sim"} {
+		for _, stream := range []string{"false", "true"} {
+			resp, err := http.Post(c.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"`+model+`","stream":`+stream+`,"input":"hi"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp)
+			if resp.StatusCode != 200 || !strings.Contains(body, `"store":false`) || strings.Contains(body, `"store":true`) {
+				t.Errorf("%s stream=%s: %d, store not false:\n%.400s", model, stream, resp.StatusCode, body)
+			}
+		}
+	}
+}

@@ -51,11 +51,13 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 			return respondError(emit, e)
 		}
 		run := r.RunRequest()
+		echo := r.Echo()
+		echo.Store = new(false) // the sim stores no response: it says so, as iop's translated path does
 		if r.Stream {
-			s := openai.NewResponsesStream(openai.NewResponseID(), r.Model, time.Now().Unix(), r.Echo())
+			s := openai.NewResponsesStream(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
 			return p.tunnelStream(ctx, run, emit, s.Append)
 		}
-		acc := openai.NewResponseAccumulator(openai.NewResponseID(), r.Model, time.Now().Unix(), r.Echo())
+		acc := openai.NewResponseAccumulator(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
 		return p.tunnelJSON(ctx, run, emit, acc.Add, acc.Body)
 	}
 	return respondError(emit, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
