@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -91,6 +92,9 @@ func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
 			return writeError(c, openai.InvalidRequest("model", "you must provide a model parameter"))
 		}
 		if e := g.knownModel(c, *head.Model); e != nil {
+			return writeError(c, e)
+		}
+		if e := g.carried(c, *head.Model, path); e != nil {
 			return writeError(c, e)
 		}
 		sreq := g.baseRequest(c, streamgate.SurfaceTunnelOnly, *head.Model, body, nil, path)
@@ -228,4 +232,22 @@ func (g *Gateway) getModel(c echo.Context) error {
 		}
 	}
 	return writeError(c, openai.ModelNotFound(id))
+}
+
+// carried answers a request for an endpoint no connected provider of the
+// model (nor of its fallbacks) serves: a 404 naming the model and the
+// endpoint, rather than an upstream's "Invalid URL" or a 503 that a
+// retry would not change.
+func (g *Gateway) carried(c echo.Context, model, path string) *openai.Error {
+	surface := SurfaceOfPath(path)
+	if !g.pool.Known(model) || g.pool.Carries(model, surface) {
+		return nil
+	}
+	for _, f := range g.confOf(c).model(model).Fallbacks {
+		if g.pool.Carries(f, surface) {
+			return nil
+		}
+	}
+	return &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Code: "model_not_supported", Param: "model",
+		Message: fmt.Sprintf("No provider of the model '%s' serves %s: its providers do not declare the %s surface.", clipID(model), path, surface)}
 }

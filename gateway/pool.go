@@ -592,6 +592,21 @@ func (p *Pool) Known(model string) bool {
 	return false
 }
 
+// Carries reports whether any connected provider of model — healthy or
+// not — may receive surface through the tunnel: false means no provider
+// of the model serves that endpoint at all (not that they are busy or
+// down).
+func (p *Pool) Carries(model, surface string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pp := range p.providers {
+		if served, _ := targetOf(pp, model, p.aliases); served != "" && tunnelable(pp.ad, surface) {
+			return true
+		}
+	}
+	return false
+}
+
 // Tunnels reports whether an admissible provider of model (or of one of
 // its fallbacks' — the caller checks those) carries the client surface
 // through unchanged.

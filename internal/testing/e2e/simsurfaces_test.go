@@ -172,3 +172,23 @@ func TestResponsesStoreIsTheSameOnBothPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestUnservedEndpointIsNamed (issue 30): an endpoint iop has, asked of a
+// model none of whose providers serve it, is a 404 naming the model and
+// the endpoint — never an upstream's "Invalid URL".
+func TestUnservedEndpointIsNamed(t *testing.T) {
+	c := Start(t, Options{}, func(c *Cluster) []NodeSpec {
+		chatOnly := c.WallProvider("w", "openai", nodeagent.PathAuto, "ok")
+		chatOnly.Surfaces = []string{"chat"}
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{chatOnly}}}
+	})
+	resp, err := http.Post(c.URL+"/v1/embeddings", "application/json", strings.NewReader(`{"model":"ok","input":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, `"code":"model_not_supported"`) || !strings.Contains(body, "/v1/embeddings") ||
+		!strings.Contains(body, "'ok'") || strings.Contains(body, "Invalid URL") || len(c.Wall.Attempts()) != 0 {
+		t.Fatalf("%d %s (upstream saw %d requests)", resp.StatusCode, body, len(c.Wall.Attempts()))
+	}
+}
