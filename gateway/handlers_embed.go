@@ -29,12 +29,8 @@ func (g *Gateway) ollamaEmbedding(c echo.Context, legacy bool) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	if e := g.knownModel(c, req.Model); e != nil {
-		if e.Status == http.StatusNotFound {
-			nf := ollama.ModelNotFound(req.Model)
-			return c.JSONBlob(nf.Status, nf.Body())
-		}
-		return writeError(c, e)
+	if refused, err := g.ollamaRefusesModel(c, req.Model); refused {
+		return err
 	}
 	path := "/api/embed"
 	if legacy {

@@ -93,6 +93,21 @@ func (g *Gateway) ollamaShow(c echo.Context) error {
 	return c.JSONBlob(nf.Status, nf.Body())
 }
 
+// ollamaRefusesModel answers, in Ollama's shapes (its own "model not
+// found" for a 404), a model knownModel refuses, and reports whether it
+// did; err is the answer's write error.
+func (g *Gateway) ollamaRefusesModel(c echo.Context, model string) (refused bool, err error) {
+	e := g.knownModel(c, model)
+	switch {
+	case e == nil:
+		return false, nil
+	case e.Status == http.StatusNotFound:
+		nf := ollama.ModelNotFound(model)
+		return true, c.JSONBlob(nf.Status, nf.Body())
+	}
+	return true, writeError(c, e)
+}
+
 func (g *Gateway) ollamaChat(c echo.Context) error     { return g.ollamaRun(c, false) }
 func (g *Gateway) ollamaGenerate(c echo.Context) error { return g.ollamaRun(c, true) }
 
@@ -108,12 +123,8 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if oe != nil {
 		return c.JSONBlob(oe.Status, oe.Body())
 	}
-	if e := g.knownModel(c, req.Model); e != nil {
-		if e.Status == http.StatusNotFound {
-			nf := ollama.ModelNotFound(req.Model)
-			return c.JSONBlob(nf.Status, nf.Body())
-		}
-		return writeError(c, e)
+	if refused, err := g.ollamaRefusesModel(c, req.Model); refused {
+		return err
 	}
 	surface, path := streamgate.SurfaceOllamaChat, "/api/chat"
 	if generate {

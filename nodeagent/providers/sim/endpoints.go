@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
@@ -108,13 +107,7 @@ func (p *Provider) tunnelEmbeddings(req *execution.ProviderTunnelRequest, emit *
 		tokens += max(1, len(strings.Fields(in)))
 	}
 	out.Usage = map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}
-	b, _ := json.Marshal(out)
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("application/json")})
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: b})
-	u := &execution.TokenUsage{PromptTokens: int64(tokens), TotalTokens: int64(tokens)}
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: u})
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
-	return nil
+	return respondJSON(emit, out, &execution.TokenUsage{PromptTokens: int64(tokens), TotalTokens: int64(tokens)})
 }
 
 // embed is the sim's embedding of text: dims components drawn from

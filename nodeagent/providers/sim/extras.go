@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"time"
 
@@ -15,15 +14,6 @@ import (
 // The sim's small deterministic answers to OpenAI's moderations and image
 // generation and to rerank (as vLLM, llama.cpp and Jina serve it), so
 // `iop dev` shows those surfaces with nothing else installed.
-
-// respondJSON answers 200 with v as JSON.
-func respondJSON(emit *execution.FrameEmitter, v any) error {
-	b, _ := json.Marshal(v)
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("application/json")})
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: b})
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
-	return nil
-}
 
 // moderationCategories are OpenAI's moderation categories.
 var moderationCategories = []string{"harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
@@ -61,7 +51,7 @@ func (p *Provider) tunnelModerations(req *execution.ProviderTunnelRequest, emit 
 		}
 		out.Results = append(out.Results, res)
 	}
-	return respondJSON(emit, out)
+	return respondJSON(emit, out, nil)
 }
 
 // simImagePNG is a 1×1 PNG: the sim's every generated image.
@@ -100,7 +90,7 @@ func (p *Provider) tunnelImages(req *execution.ProviderTunnelRequest, emit *exec
 	for range n {
 		out.Data = append(out.Data, image{B64JSON: simImagePNG, RevisedPrompt: r.Prompt})
 	}
-	return respondJSON(emit, out)
+	return respondJSON(emit, out, nil)
 }
 
 // tunnelRerank answers POST /v1/rerank: documents scored by the share of
@@ -148,5 +138,5 @@ func (p *Provider) tunnelRerank(req *execution.ProviderTunnelRequest, emit *exec
 	}
 	id := sha256.Sum256([]byte(r.Query))
 	return respondJSON(emit, map[string]any{"id": "rerank-" + hex.EncodeToString(id[:6]), "model": r.Model, "results": results,
-		"usage": map[string]int{"total_tokens": tokens}})
+		"usage": map[string]int{"total_tokens": tokens}}, nil)
 }

@@ -83,6 +83,19 @@ func respondError(emit *execution.FrameEmitter, e *openai.Error) error {
 	return nil
 }
 
+// respondJSON answers 200 with v as JSON, and the usage the node
+// reports for it (nil: none).
+func respondJSON(emit *execution.FrameEmitter, v any, u *execution.TokenUsage) error {
+	b, _ := json.Marshal(v)
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("application/json")})
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: b})
+	if u != nil {
+		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: u})
+	}
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+	return nil
+}
+
 func (p *Provider) tunnelModels(emit *execution.FrameEmitter) error {
 	type model struct {
 		ID      string `json:"id"`
@@ -97,11 +110,7 @@ func (p *Provider) tunnelModels(emit *execution.FrameEmitter) error {
 	for _, m := range p.cfg.Models {
 		list.Data = append(list.Data, model{ID: m, Object: "model", Created: 1700000000, OwnedBy: "iop-sim"})
 	}
-	b, _ := json.Marshal(list)
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("application/json")})
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: b})
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
-	return nil
+	return respondJSON(emit, list, nil)
 }
 
 // scriptedError answers the plan's error status, if any.
