@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/internal/testing/logbuf"
+	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -24,10 +25,15 @@ func TestClampedCapacityIsNeverSilent(t *testing.T) {
 	if _, _, err := session(t, t.Context(), e.client(t), "tok", "n", big, small); err != nil {
 		t.Fatal(err)
 	}
+	// The welcome goes out before the pool and the log learn of the
+	// providers: wait for both.
 	got := map[string]ProviderSnapshot{}
-	for _, s := range e.pool.Snapshot() {
-		got[s.LocalProviderID] = s
-	}
+	wait.Until(t, func() bool {
+		for _, s := range e.pool.Snapshot() {
+			got[s.LocalProviderID] = s
+		}
+		return len(got) == 2 && got["big"].AdvertisedCapacity != 0 && strings.Contains(logs.String(), "node_limits.max_capacity")
+	})
 	if b := got["big"]; b.ConfiguredCapacity != 1024 || b.EffectiveCapacity != 1024 || b.AdvertisedCapacity != 4096 {
 		t.Fatalf("the clamped provider: %+v", b)
 	}

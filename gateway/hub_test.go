@@ -112,7 +112,12 @@ func TestReconnectRace(t *testing.T) {
 	if err != nil || g2 <= g1 {
 		t.Fatalf("second session gen %d after %d: %v", g2, g1, err)
 	}
-	snap := e.pool.Snapshot()
+	// The welcome goes out before the pool learns of the new generation.
+	var snap []ProviderSnapshot
+	wait.Until(t, func() bool {
+		snap = e.pool.Snapshot()
+		return len(snap) == 1 && snap[0].ConnectionGeneration == g2
+	})
 	if len(snap) != 1 || snap[0].ConnectionGeneration != g2 {
 		t.Fatalf("snapshot after reconnect %+v", snap)
 	}
