@@ -51,7 +51,7 @@ FUZZ_TARGETS := \
 	nodeagent:FuzzAttemptDown \
 	streamgate:FuzzAttemptLifecycle \
 	nodeagent:FuzzStallObservationRedaction \
-	gateway:FuzzHealthObservationRedaction \
+	gateway/pool:FuzzHealthObservationRedaction \
 	streamgate:FuzzRecoveryObservationRedaction \
 	execution:FuzzStallTimeout
 # The per-change subset make test runs (4 × 30 s).

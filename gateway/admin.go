@@ -61,7 +61,7 @@ func (g *Gateway) statusPage(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (g *Gateway) adminEvents(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"events": g.events.recent()})
+	writeJSON(w, map[string]any{"events": g.events.Recent()})
 }
 
 // adminCookie holds the admin token for the status page, set by

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"github.com/iopgw/iop/gateway/pool"
 	"slices"
 	"strings"
 
@@ -9,53 +10,6 @@ import (
 
 	"github.com/iopgw/iop/streamgate"
 )
-
-// ModelTarget is one provider model an alias stands for.
-type ModelTarget struct {
-	// Provider is the edge provider id ("<node_id>/<provider id>"); empty:
-	// any provider serving Model.
-	Provider string `koanf:"provider"`
-	// Model is the provider's own model name, which the upstream receives.
-	Model string `koanf:"model"`
-	// Weight shares the alias's requests among its targets; default 1.
-	Weight int `koanf:"weight"`
-}
-
-// targetOf is the model pp serves for the name a client asked (its own
-// name, or the alias's target it serves) and that target's weight; ""
-// when it serves neither.
-func targetOf(pp *pooled, model string, aliases func(string) []ModelTarget) (string, int) {
-	if ts := aliases(model); len(ts) > 0 {
-		for _, t := range ts {
-			if t.Provider != "" && t.Provider != pp.key.edgeID() {
-				continue
-			}
-			if served := servedName(pp.ad, t.Model); served != "" {
-				return served, max(1, t.Weight)
-			}
-		}
-		return "", 0
-	}
-	return servedName(pp.ad, model), 1
-}
-
-// swrr is smooth weighted round robin (nginx's): each pick adds every
-// candidate's weight to its current value, takes the largest, and takes
-// the total off the winner — exact shares, evenly interleaved.
-type swrr map[string]int
-
-func (s swrr) pick(ids []string, weights []int) int {
-	total, best := 0, -1
-	for i, id := range ids {
-		s[id] += weights[i]
-		total += weights[i]
-		if best < 0 || s[id] > s[ids[best]] {
-			best = i
-		}
-	}
-	s[ids[best]] -= total
-	return best
-}
 
 // aliasNames are the configured aliases, for /v1/models.
 func (c *Config) aliasNames() []string {
@@ -69,7 +23,7 @@ func (c *Config) aliasNames() []string {
 }
 
 // aliasTargets are the targets of model, if it is an alias.
-func (c *Config) aliasTargets(model string) []ModelTarget {
+func (c *Config) aliasTargets(model string) []pool.ModelTarget {
 	for _, m := range c.Models {
 		if strings.EqualFold(m.Name, model) {
 			return m.Targets

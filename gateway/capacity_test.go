@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestClampedCapacityIsNeverSilent(t *testing.T) {
 	}
 	// The welcome goes out before the pool and the log learn of the
 	// providers: wait for both.
-	got := map[string]ProviderSnapshot{}
+	got := map[string]pool.ProviderSnapshot{}
 	wait.Until(t, func() bool {
 		for _, s := range e.pool.Snapshot() {
 			got[s.LocalProviderID] = s

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/pool"
 	"net"
 	"strings"
 	"time"
@@ -27,14 +28,14 @@ type Config struct {
 	// EdgeID names this edge to nodes (logs only). Default: the hostname.
 	EdgeID string `koanf:"edge_id"`
 
-	TLS     TLSConfig     `koanf:"tls"`      // public HTTPS (optional)
-	NodeTLS NodeTLSConfig `koanf:"node_tls"` // node link TLS (optional)
-	Nodes   []NodeConfig  `koanf:"nodes"`    // nodes allowed to connect
-	Auth    AuthConfig    `koanf:"auth"`
-	Admin   AdminConfig   `koanf:"admin"`
-	Limits  LimitsConfig  `koanf:"limits"`
-	Queue   QueueConfig   `koanf:"queue"`
-	Retry   RetryConfig   `koanf:"retry"`
+	TLS     TLSConfig        `koanf:"tls"`      // public HTTPS (optional)
+	NodeTLS NodeTLSConfig    `koanf:"node_tls"` // node link TLS (optional)
+	Nodes   []NodeConfig     `koanf:"nodes"`    // nodes allowed to connect
+	Auth    AuthConfig       `koanf:"auth"`
+	Admin   AdminConfig      `koanf:"admin"`
+	Limits  LimitsConfig     `koanf:"limits"`
+	Queue   pool.QueueConfig `koanf:"queue"`
+	Retry   RetryConfig      `koanf:"retry"`
 	// Reload: SIGHUP always re-reads the file; with watch, a change of its
 	// content does too (polled every interval, default 2s).
 	Reload ReloadConfig `koanf:"reload"`
@@ -47,11 +48,11 @@ type Config struct {
 	policies *policyTable  // resolved retry policies (resolvePolicies)
 	Models   []ModelConfig `koanf:"models"`
 	// Providers tunes providers by id (priority, disabled).
-	Providers  []ProviderPolicy `koanf:"providers"`
-	StreamGate StreamGateConfig `koanf:"streamgate"`
-	Overlay    OverlayConfig    `koanf:"overlay"`
-	Outlier    OutlierConfig    `koanf:"outlier"`
-	Log        LogConfig        `koanf:"log"`
+	Providers  []pool.ProviderPolicy `koanf:"providers"`
+	StreamGate StreamGateConfig      `koanf:"streamgate"`
+	Overlay    pool.OverlayConfig    `koanf:"overlay"`
+	Outlier    pool.OutlierConfig    `koanf:"outlier"`
+	Log        LogConfig             `koanf:"log"`
 	// NodeLimits bound what a node may claim: everything a node sends is
 	// untrusted input.
 	NodeLimits NodeLimitsConfig `koanf:"node_limits"`
@@ -208,32 +209,19 @@ type ReloadConfig struct {
 	Interval time.Duration `koanf:"interval"`
 }
 
-// QueueConfig bounds the per-model wait for a provider slot.
-type QueueConfig struct {
-	MaxLength int           `koanf:"max_length"` // default 256
-	MaxWait   time.Duration `koanf:"max_wait"`   // default 30s
-}
-
 // ModelConfig tunes one model.
 type ModelConfig struct {
-	Name      string      `koanf:"name"`
-	Fallbacks []string    `koanf:"fallbacks"`
-	Queue     QueueConfig `koanf:"queue"`
-	Retry     RetryConfig `koanf:"retry"`
+	Name      string           `koanf:"name"`
+	Fallbacks []string         `koanf:"fallbacks"`
+	Queue     pool.QueueConfig `koanf:"queue"`
+	Retry     RetryConfig      `koanf:"retry"`
 	// Targets make Name an alias: its requests go to these provider
 	// models (by weight), which the upstream receives by their own name.
-	Targets []ModelTarget `koanf:"targets"`
+	Targets []pool.ModelTarget `koanf:"targets"`
 	// ExposeTarget shows the provider's model name in answers and keeps
 	// native passthrough; by default an alias's answers name the alias
 	// (iop renders them).
 	ExposeTarget bool `koanf:"expose_target"`
-}
-
-// ProviderPolicy tunes one provider (by provider id).
-type ProviderPolicy struct {
-	ID       string `koanf:"id"`
-	Priority int    `koanf:"priority"` // higher wins ties; default 0
-	Disabled bool   `koanf:"disabled"` // configuration-unhealthy
 }
 
 // StreamGateConfig configures the request runtime.
@@ -257,15 +245,6 @@ type FilterConfig struct {
 	Rules   []streamgate.FilterRule `koanf:"rules"`
 }
 
-// OverlayConfig tunes recovery probing of lowered providers.
-type OverlayConfig struct {
-	// RecoveryInterval is the first CAPABILITIES probe delay after a
-	// provider is lowered; it doubles per inconclusive or unavailable
-	// result up to RecoveryMaxInterval. Defaults 5s and 60s.
-	RecoveryInterval    time.Duration `koanf:"recovery_interval"`
-	RecoveryMaxInterval time.Duration `koanf:"recovery_max_interval"`
-}
-
 // LogConfig configures logging.
 type LogConfig struct {
 	Level  string `koanf:"level"`  // debug, info, warn, error; default info
@@ -285,9 +264,9 @@ func DefaultConfig() Config {
 		Auth: AuthConfig{FailuresPerMinute: 20},
 		Limits: LimitsConfig{MaxBodyBytes: 16 << 20, MaxHeaderBytes: 64 << 10, MaxDepth: 64, MaxMessages: 4096,
 			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, WriteTimeout: 60 * time.Second},
-		Queue:      QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
+		Queue:      pool.QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
 		StreamGate: StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
-		Overlay:    OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
+		Overlay:    pool.OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
 		Log:        LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
 		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 16384, MaxProviders: 256, MaxModels: 1024,
 			MaxConnsPerSource: 64, MaxConns: 4096},

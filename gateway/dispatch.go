@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/pool"
 	"io"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ import (
 
 // dispatcher implements streamgate.Dispatcher over the pool and the hub.
 type dispatcher struct {
-	pool   *Pool
+	pool   *pool.Pool
 	hub    *Hub
 	tracer trace.Tracer
 	cfg    *Config // the generation's: its aliases and queues for every request under it
@@ -50,7 +51,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		return nil, fmt.Errorf("%w: %w", streamgate.ErrDispatchFailed, err)
 	}
 	actx, cancel := context.WithCancel(ctx)
-	ac, err := d.hub.open(actx, Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
+	ac, err := d.hub.open(actx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
 	if err != nil {
 		cancel()
 		l.Release()
@@ -72,8 +73,8 @@ func (d *dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candi
 
 // poolRequest is the one conversion of a runtime dispatch request to the
 // pool's, with this generation's aliases and queue settings.
-func (d *dispatcher) poolRequest(req streamgate.DispatchRequest) ProviderPoolDispatchRequest {
-	r := ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
+func (d *dispatcher) poolRequest(req streamgate.DispatchRequest) pool.ProviderPoolDispatchRequest {
+	r := pool.ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
 		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill}
 	if d.cfg != nil {
 		r.Aliases, r.Queue = d.cfg.aliasTargets, d.cfg.queueConfig
@@ -130,7 +131,7 @@ func surfaceOf(w streamgate.Work) string {
 // buildDown picks the form of the work the leased provider runs: native
 // Ollama when both sides speak it, the tunnel when the provider's path is
 // the tunnel, otherwise the normalized run.
-func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown, streamgate.Kind, error) {
+func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown, streamgate.Kind, error) {
 	ms := l.StallTimeout.Milliseconds()
 	switch {
 	case w.Native != nil && l.SupportsOllamaAPI:
@@ -140,7 +141,7 @@ func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown
 	case w.Tunnel != nil && l.SupportsTunnel && (w.Run == nil || l.Tunnels(SurfaceOfPath(w.Tunnel.Path))):
 		t := w.Tunnel
 		body := t.Body
-		if l.Target != l.Model && ollamaName(l.Target) != ollamaName(l.Model) && len(body) > 0 {
+		if l.Target != l.Model && pool.OllamaName(l.Target) != pool.OllamaName(l.Model) && len(body) > 0 {
 			// An alias: the upstream gets its own model name (every other
 			// field unchanged). Ollama's implicit ":latest" needs no rewrite.
 			if nb, err := withModel(body, l.Target); err == nil {
@@ -163,8 +164,8 @@ func buildDown(l *Lease, w streamgate.Work, attemptID string) (*wire.AttemptDown
 
 // edgeAttempt is one attempt on a node, seen from the edge.
 type edgeAttempt struct {
-	pool   *Pool
-	lease  *Lease
+	pool   *pool.Pool
+	lease  *pool.Lease
 	conn   *attemptConn
 	kind   streamgate.Kind
 	native bool // the work went in its Native form (Ollama's own API)
@@ -318,56 +319,54 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 }
 
 // report feeds the attempt's result to its provider's outlier state.
-func (a *edgeAttempt) report(r attemptResult) {
+func (a *edgeAttempt) report(r pool.AttemptResult) {
 	switch r {
-	case resultSuccess:
+	case pool.ResultSuccess:
 		a.span.SetStatus(codes.Ok, "")
-	case resultServerFailure:
+	case pool.ResultServerFailure:
 		a.span.SetStatus(codes.Error, "provider failure")
 	}
 	if a.status != 0 {
 		a.span.SetAttributes(attribute.Int("http.response.status_code", a.status))
 	}
-	if a.pool.reportResult(a.lease.slot, r) {
-		a.pool.logEjection(a.lease.ProviderID)
-	}
+	a.pool.Report(a.lease, r)
 }
 
 // eventResult classifies a normalized attempt's terminal.
-func eventResult(ev execution.RunEvent) attemptResult {
+func eventResult(ev execution.RunEvent) pool.AttemptResult {
 	switch ev.Type {
 	case execution.EventTypeComplete:
-		return resultSuccess
+		return pool.ResultSuccess
 	case execution.EventTypeError:
 		return failureResult(ev.Failure)
 	}
-	return resultNeutral
+	return pool.ResultNeutral
 }
 
 // frameResult classifies a tunnel's terminal given its upstream status.
-func frameResult(f execution.ProviderTunnelFrame, status int) attemptResult {
+func frameResult(f execution.ProviderTunnelFrame, status int) pool.AttemptResult {
 	switch {
 	case f.Type == execution.FrameTypeError:
 		return failureResult(f.Failure)
 	case status >= 500:
-		return resultServerFailure
+		return pool.ResultServerFailure
 	case status >= 200 && status < 400:
-		return resultSuccess
+		return pool.ResultSuccess
 	}
-	return resultNeutral
+	return pool.ResultNeutral
 }
 
 // failureResult: an upstream 5xx, an unreachable upstream (no status) or
 // a stream cut after its 200 is the provider's failure; a 429, a 4xx, a
 // stall (the overlay's business) or a cancel says nothing about it.
-func failureResult(f *execution.ExecutionFailure) attemptResult {
+func failureResult(f *execution.ExecutionFailure) pool.AttemptResult {
 	if f == nil || f.Upstream == nil {
-		return resultNeutral
+		return pool.ResultNeutral
 	}
 	if s := f.Upstream.Status; s == 0 || s >= 500 || s == 200 {
-		return resultServerFailure
+		return pool.ResultServerFailure
 	}
-	return resultNeutral
+	return pool.ResultNeutral
 }
 
 // Close implements [streamgate.Attempt]: an unfinished attempt is

@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,7 +55,7 @@ type Gateway struct {
 	opts    Options
 	log     *slog.Logger
 	reg     *prometheus.Registry
-	pool    *Pool
+	pool    *pool.Pool
 	hub     *Hub
 	auth    *tenancy.Authenticator
 	metrics *edgeMetrics
@@ -69,8 +70,8 @@ type Gateway struct {
 	keys       *keyMetrics // per-key counters
 	// sgMetrics are the request runtime's collectors (kept across reloads).
 	sgMetrics *streamgate.Metrics
-	health    *healthObservability
-	events    *eventLog
+	health    *pool.HealthObservability
+	events    *pool.EventLog
 	started   time.Time
 	echo      *echo.Echo
 
@@ -102,9 +103,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	cfg.resolvePolicies()
 	g.gen.Store(&generation{n: 1, cfg: &cfg})
 	g.drain, g.drainNow = context.WithCancel(context.Background())
-	g.health = newHealthObservability(g.reg, g.log)
-	g.events = newEventLog()
-	g.health.events = g.events
+	g.events = pool.NewEventLog()
+	g.health = pool.NewHealthObservability(g.reg, g.log, g.events)
 	g.newFleet(&cfg)
 	if err := g.newRuntime(&cfg); err != nil {
 		return nil, err
@@ -118,10 +118,9 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 
 // newFleet builds the pool, its metrics and the hub nodes connect to.
 func (g *Gateway) newFleet(cfg *Config) {
-	g.pool = NewPool(PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay, Outlier: cfg.Outlier,
-		Aliases: func(model string) []ModelTarget { return g.config().aliasTargets(model) }})
-	g.metrics = newEdgeMetrics(g.reg, g.pool)
-	g.pool.metrics = g.metrics
+	g.pool = pool.NewPool(pool.PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay, Outlier: cfg.Outlier,
+		Aliases: func(model string) []pool.ModelTarget { return g.config().aliasTargets(model) }, Registerer: g.reg})
+	g.metrics = newEdgeMetrics(g.reg)
 	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
 	g.hub.onConnect = g.probeOnConnect
 	g.hub.drainTimeout.Store(int64(cfg.DrainTimeout))
@@ -227,10 +226,10 @@ func filterRules(f FilterConfig) []streamgate.FilterRule {
 	return f.Rules
 }
 
-func (g *Gateway) queueConfig(model string) QueueConfig { return g.config().queueConfig(model) }
+func (g *Gateway) queueConfig(model string) pool.QueueConfig { return g.config().queueConfig(model) }
 
 // queueConfig is model's queue: its own settings over the gateway's.
-func (c *Config) queueConfig(model string) QueueConfig {
+func (c *Config) queueConfig(model string) pool.QueueConfig {
 	q := c.model(model).Queue
 	if q.MaxLength <= 0 {
 		q.MaxLength = c.Queue.MaxLength
@@ -241,17 +240,17 @@ func (c *Config) queueConfig(model string) QueueConfig {
 	return q
 }
 
-func (g *Gateway) providerPolicy(id string) ProviderPolicy {
+func (g *Gateway) providerPolicy(id string) pool.ProviderPolicy {
 	for _, p := range g.config().Providers {
 		if p.ID == id {
 			return p
 		}
 	}
-	return ProviderPolicy{}
+	return pool.ProviderPolicy{}
 }
 
 // Pool returns the provider pool.
-func (g *Gateway) Pool() *Pool { return g.pool }
+func (g *Gateway) Pool() *pool.Pool { return g.pool }
 
 // Gatherer is the registry the edge's metrics are on.
 func (g *Gateway) Gatherer() prometheus.Gatherer { return g.reg }

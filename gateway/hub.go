@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ type Hub struct {
 	// onConnect, if set, runs (in a goroutine the hub owns, on its life
 	// context) after a node's providers are registered: the connect
 	// probes.
-	onConnect func(context.Context, Reception, []*wire.ProviderAdvertisement)
+	onConnect func(context.Context, pool.Reception, []*wire.ProviderAdvertisement)
 	// life ends when the hub stops (wait); background holds the hub's own
 	// goroutines besides session readers (connect probes, retiring
 	// connections), which wait waits for.
@@ -46,7 +47,7 @@ type Hub struct {
 	// streams (drain_timeout; SetNodes sets it).
 	drainTimeout atomic.Int64
 	nodes        atomic.Pointer[map[string]NodeConfig] // by node id; replaced whole by SetNodes
-	pool         *Pool
+	pool         *pool.Pool
 	log          *slog.Logger
 	metrics      *edgeMetrics
 	edgeID       string
@@ -144,14 +145,14 @@ func (c *nodeConn) send(m *wire.EdgeMessage) error {
 }
 
 type pendingDispatch struct {
-	owner Reception // the connection that must open the attempt
+	owner pool.Reception // the connection that must open the attempt
 	ch    chan *attemptConn
 }
 
 // attemptConn is the edge end of an Attempt stream.
 type attemptConn struct {
 	stream    wire.NodeLink_AttemptServer
-	reception Reception
+	reception pool.Reception
 	done      *syncx.Event // the attempt ended
 	// work sent on a parked stream: armed until the first message back
 	// (see watchTakeUp); owned by the receiving goroutine once armed.
@@ -178,7 +179,7 @@ func (a *attemptConn) recv() (*wire.AttemptUp, error) {
 func (a *attemptConn) end() { a.done.Fire() }
 
 // NewHub returns a hub.
-func NewHub(nodes []NodeConfig, pool *Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
+func NewHub(nodes []NodeConfig, pool *pool.Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
 	h := &Hub{pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
 		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
@@ -332,7 +333,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	h.noteClamps(nodeID, c.gen, clamped)
 	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
 	if h.onConnect != nil {
-		owner := Reception{NodeID: nodeID, ConnectionGeneration: c.gen}
+		owner := pool.Reception{NodeID: nodeID, ConnectionGeneration: c.gen}
 		h.goOwned(func(ctx context.Context) { h.onConnect(ctx, owner, ads) })
 	}
 	defer h.unregister(c)
@@ -370,7 +371,7 @@ func (h *Hub) serveSession(c *nodeConn) error {
 				c.lastPong.Store(time.Now().UnixNano())
 				h.answered(c)
 			case *wire.NodeMessage_Draining:
-				h.pool.SetNodeState(c.nodeID, c.gen, NodeDraining)
+				h.pool.SetNodeState(c.nodeID, c.gen, pool.NodeDraining)
 				h.log.Info("node draining: no new work is dispatched to it", "node_id", c.nodeID, "connection_generation", c.gen)
 			}
 		}
@@ -454,7 +455,7 @@ func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire
 // advertised more capacity than node_limits.max_capacity lets them use.
 func (h *Hub) noteClamps(nodeID string, gen uint64, clamped map[string]int) {
 	for id, advertised := range clamped {
-		h.pool.NoteAdvertisedCapacity(providerKey{NodeID: nodeID, Generation: gen, ProviderID: id}, advertised)
+		h.pool.NoteAdvertisedCapacity(pool.ProviderKey{NodeID: nodeID, Generation: gen, ProviderID: id}, advertised)
 		h.log.Warn("a provider advertised more capacity than node_limits.max_capacity allows; it gets the limit", "node_id", nodeID,
 			"provider_id", clipID(id), "advertised_capacity", advertised, "effective_capacity", h.limits.MaxCapacity)
 	}
@@ -573,7 +574,7 @@ func (h *Hub) unregister(c *nodeConn) {
 // open dispatches work to the connection owner: onto one of its parked
 // streams when it has one, otherwise it asks that connection to open an
 // Attempt stream and sends down on it.
-func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown) (*attemptConn, error) {
+func (h *Hub) open(ctx context.Context, owner pool.Reception, down *wire.AttemptDown) (*attemptConn, error) {
 	h.mu.Lock()
 	c := h.conns[owner.NodeID]
 	h.mu.Unlock()
@@ -595,7 +596,7 @@ func (h *Hub) open(ctx context.Context, owner Reception, down *wire.AttemptDown)
 }
 
 // dispatch asks c to open an Attempt stream for down and sends it there.
-func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner Reception, down *wire.AttemptDown) (*attemptConn, error) {
+func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, down *wire.AttemptDown) (*attemptConn, error) {
 	h.mu.Lock()
 	if h.conns[owner.NodeID] != c {
 		h.mu.Unlock()
@@ -628,7 +629,7 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner Reception, down *
 	case <-c.done.Done():
 		return nil, errors.New("node connection closed")
 	case <-t.C:
-		h.pool.SetNodeState(owner.NodeID, owner.ConnectionGeneration, NodeSuspect)
+		h.pool.SetNodeState(owner.NodeID, owner.ConnectionGeneration, pool.NodeSuspect)
 		h.log.Warn("node did not open a dispatched attempt in time; it takes no new work until it answers",
 			"node_id", owner.NodeID, "connection_generation", owner.ConnectionGeneration, "open_timeout", h.link.OpenTimeout)
 		return nil, fmt.Errorf("node did not open the attempt stream within %v", h.link.OpenTimeout)
@@ -653,7 +654,7 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
-	r := Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
+	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
 	a := &attemptConn{stream: stream, reception: r, done: syncx.NewEvent()}
 	if open.GetParked() {
 		if err := h.parkAttempt(a); err != nil {
@@ -671,7 +672,7 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 }
 
 // untrack forgets an ended attempt stream of reception r.
-func (h *Hub) untrack(r Reception, a *attemptConn) {
+func (h *Hub) untrack(r pool.Reception, a *attemptConn) {
 	h.mu.Lock()
 	c := h.conns[r.NodeID]
 	h.mu.Unlock()
@@ -786,7 +787,7 @@ func randomID() string {
 
 // command runs one provider command on a connection and returns its
 // result (capabilities, transport_status).
-func (h *Hub) command(ctx context.Context, owner Reception, cmd *wire.Command) (*wire.CommandResult, error) {
+func (h *Hub) command(ctx context.Context, owner pool.Reception, cmd *wire.Command) (*wire.CommandResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.link.OpenTimeout+10*time.Second)
 	defer cancel()
 	a, err := h.open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: cmd}})

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/internal/testing/wait"
 
@@ -23,15 +24,15 @@ import (
 
 type hubEnv struct {
 	hub  *Hub
-	pool *Pool
+	pool *pool.Pool
 	m    *edgeMetrics
 	lis  *bufconn.Listener
 }
 
 func startHub(t *testing.T, nodes ...NodeConfig) *hubEnv {
 	t.Helper()
-	pool := NewPool(PoolConfig{})
-	m := newEdgeMetrics(prometheus.NewRegistry(), pool)
+	pool := pool.NewPool(pool.PoolConfig{})
+	m := newEdgeMetrics(prometheus.NewRegistry())
 	h := NewHub(nodes, pool, slog.New(slog.DiscardHandler), m, "edge-test", false)
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(h.ServerOptions(nil)...)
@@ -61,6 +62,12 @@ func hello(nodeID string, ads ...*wire.ProviderAdvertisement) *wire.NodeMessage 
 }
 
 // session opens a session and returns it with its generation.
+// ad is a sim provider advertisement serving models.
+func ad(id string, capacity int32, models ...string) *wire.ProviderAdvertisement {
+	return &wire.ProviderAdvertisement{ProviderId: id, Adapter: "sim", Target: models[0], InstanceKey: "sim/" + id, Models: models,
+		Capacity: capacity, ResponseStallTimeoutMs: 300000, ExecutionPath: "normalized", SupportsTunnel: true}
+}
+
 func session(t *testing.T, ctx context.Context, c wire.NodeLinkClient, token, nodeID string, ads ...*wire.ProviderAdvertisement) (wire.NodeLink_SessionClient, uint64, error) {
 	t.Helper()
 	st, err := c.Session(withToken(ctx, token))
@@ -113,7 +120,7 @@ func TestReconnectRace(t *testing.T) {
 		t.Fatalf("second session gen %d after %d: %v", g2, g1, err)
 	}
 	// The welcome goes out before the pool learns of the new generation.
-	var snap []ProviderSnapshot
+	var snap []pool.ProviderSnapshot
 	wait.Until(t, func() bool {
 		snap = e.pool.Snapshot()
 		return len(snap) == 1 && snap[0].ConnectionGeneration == g2
@@ -123,13 +130,13 @@ func TestReconnectRace(t *testing.T) {
 	}
 	// Work goes to the new generation; the old connection trying to take
 	// it is dropped and counted.
-	l, err := e.pool.Acquire(context.Background(), ProviderPoolDispatchRequest{Model: "m"})
+	l, err := e.pool.Acquire(context.Background(), pool.ProviderPoolDispatchRequest{Model: "m"})
 	if err != nil || l.ConnectionGeneration != g2 {
 		t.Fatalf("lease %+v %v", l, err)
 	}
 	opened := make(chan error, 1)
 	go func() {
-		_, err := e.hub.open(context.Background(), Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration},
+		_, err := e.hub.open(context.Background(), pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration},
 			&wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: "transport_status"}}})
 		opened <- err
 	}()
@@ -195,7 +202,7 @@ func TestLateAdvertisementNeverWipesANewerConnection(t *testing.T) {
 // session to die.
 func TestAbandonedAttemptIsEnded(t *testing.T) {
 	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
-	owner := Reception{NodeID: "n1", ConnectionGeneration: 7}
+	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: 7}
 	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
 	e.hub.mu.Lock()
 	e.hub.pending["d1"], e.hub.opening["n1"] = pd, 1

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/iopgw/iop/gateway/pool"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -108,7 +109,7 @@ func (h *Hub) watchTakeUp(c *nodeConn, a *attemptConn) {
 			return
 		}
 		a.notTaken.Store(true)
-		h.pool.SetNodeState(c.nodeID, c.gen, NodeSuspect)
+		h.pool.SetNodeState(c.nodeID, c.gen, pool.NodeSuspect)
 		h.metrics.dispatchFails.Inc()
 		h.log.Warn("node did not take up work sent on a parked stream in time; it takes no new work until it answers",
 			"node_id", c.nodeID, "connection_generation", c.gen)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/iopgw/iop/gateway/pool"
 	"io"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestParkedStreamsFollowTheirGeneration(t *testing.T) {
 	}
 
 	down := &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r1"}}}
-	ac, err := e.hub.open(ctx, Reception{NodeID: "n1", ConnectionGeneration: w2.GetConnectionGeneration()}, down)
+	ac, err := e.hub.open(ctx, pool.Reception{NodeID: "n1", ConnectionGeneration: w2.GetConnectionGeneration()}, down)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestParkedWorkNotTakenUp(t *testing.T) {
 		if frozen {
 			close(pongs)
 		}
-		ac, err := e.hub.open(ctx, Reception{NodeID: "n1", ConnectionGeneration: w.GetConnectionGeneration()},
+		ac, err := e.hub.open(ctx, pool.Reception{NodeID: "n1", ConnectionGeneration: w.GetConnectionGeneration()},
 			&wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r1"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -181,10 +182,8 @@ func TestParkedWorkNotTakenUp(t *testing.T) {
 			if !frozen || !errors.Is(err, errNotTakenUp) {
 				t.Fatalf("frozen=%v: attempt ended with %v", frozen, err)
 			}
-			e.pool.mu.Lock()
-			state := e.pool.nodeState[nodeGen{"n1", w.GetConnectionGeneration()}]
-			e.pool.mu.Unlock()
-			if state != NodeSuspect {
+			state := e.pool.NodeState("n1", w.GetConnectionGeneration())
+			if state != pool.NodeSuspect {
 				t.Fatalf("frozen node's state %q, want suspect", state)
 			}
 		case <-time.After(map[bool]time.Duration{true: 5 * time.Second, false: time.Second}[frozen]):

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/iopgw/iop/gateway/pool"
 	"time"
 
 	"github.com/iopgw/iop/execution"
@@ -24,30 +25,30 @@ func (g *Gateway) runRecoveryProbes(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			for _, pt := range g.pool.dueProbes(now) {
+			for _, pt := range g.pool.DueProbes(now) {
 				g.probe(ctx, pt)
 			}
 		}
 	}
 }
 
-func (g *Gateway) probe(ctx context.Context, pt probeTarget) {
-	owner := Reception{NodeID: pt.key.NodeID, ConnectionGeneration: pt.key.Generation}
+func (g *Gateway) probe(ctx context.Context, pt pool.ProbeTarget) {
+	owner := pool.Reception{NodeID: pt.Key.NodeID, ConnectionGeneration: pt.Key.Generation}
 	res, err := g.hub.command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
-		ProviderId: pt.key.ProviderID, AdapterKey: pt.instanceKey, Target: pt.target})
+		ProviderId: pt.Key.ProviderID, AdapterKey: pt.InstanceKey, Target: pt.Target})
 	if err != nil {
 		g.log.Debug("recovery probe failed", "error", err.Error())
 		return
 	}
 	caps := res.GetCapabilities()
-	g.pool.ApplyProbe(ProbeResult{NodeID: pt.key.NodeID, Generation: pt.key.Generation, ProviderID: pt.key.ProviderID,
+	g.pool.ApplyProbe(pool.ProbeResult{NodeID: pt.Key.NodeID, Generation: pt.Key.Generation, ProviderID: pt.Key.ProviderID,
 		AdapterKey: caps.GetAdapterKey(), Target: caps.GetTarget(), Status: caps.GetProviderStatus(), Seq: caps.GetHealthObservationSeq()})
 }
 
 // probeOnConnect probes each provider of a node that just connected, so
 // status shows an unreachable upstream before the first request fails on
 // it. The evidence is shown and logged; it never lowers or routes.
-func (g *Gateway) probeOnConnect(life context.Context, owner Reception, ads []*wire.ProviderAdvertisement) {
+func (g *Gateway) probeOnConnect(life context.Context, owner pool.Reception, ads []*wire.ProviderAdvertisement) {
 	for _, ad := range ads {
 		ctx, cancel := context.WithTimeout(life, 10*time.Second)
 		res, err := g.hub.command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
@@ -59,10 +60,10 @@ func (g *Gateway) probeOnConnect(life context.Context, owner Reception, ads []*w
 				status = string(s)
 			}
 		}
-		k := providerKey{NodeID: owner.NodeID, Generation: owner.ConnectionGeneration, ProviderID: ad.GetProviderId()}
+		k := pool.ProviderKey{NodeID: owner.NodeID, Generation: owner.ConnectionGeneration, ProviderID: ad.GetProviderId()}
 		g.pool.NoteProbe(k, status)
 		if status != string(execution.HealthAvailable) {
-			g.log.Warn("provider probe at connect: its upstream does not answer as expected", "provider_id", k.edgeID(), "probe", status)
+			g.log.Warn("provider probe at connect: its upstream does not answer as expected", "provider_id", k.ID(), "probe", status)
 		}
 	}
 }

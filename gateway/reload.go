@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -32,7 +33,7 @@ func (h *Hub) SetNodes(nodes []NodeConfig, drainTimeout time.Duration) {
 	}
 	h.mu.Unlock()
 	for _, c := range removed {
-		h.pool.SetNodeState(c.nodeID, c.gen, NodeDraining)
+		h.pool.SetNodeState(c.nodeID, c.gen, pool.NodeDraining)
 		h.log.Warn("node removed from the configuration: it takes no new work; its session ends when its streams have", "node_id", c.nodeID)
 		h.goOwned(func(ctx context.Context) { h.retire(ctx, c, time.Duration(h.drainTimeout.Load())) })
 	}

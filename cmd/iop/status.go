@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 )
 
 func init() {
@@ -29,8 +30,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return parseError(err)
 	}
 	var body struct {
-		Providers []gateway.ProviderSnapshot `json:"providers"`
-		Models    []gateway.ModelStats       `json:"models"`
+		Providers []pool.ProviderSnapshot `json:"providers"`
+		Models    []gateway.ModelStats    `json:"models"`
 	}
 	raw, err := adminGet(ctx, strings.TrimRight(*admin, "/")+"/admin/providers", *token)
 	if err != nil {

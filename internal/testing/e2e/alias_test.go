@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -18,7 +19,7 @@ import (
 func TestAliasRoutingAndWeights(t *testing.T) {
 	var wa, wb *wall.Wall
 	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Models = []gateway.ModelConfig{{Name: "team-llama", Targets: []gateway.ModelTarget{
+		g.Models = []gateway.ModelConfig{{Name: "team-llama", Targets: []pool.ModelTarget{
 			{Provider: "n/a", Model: "llama-a", Weight: 3}, {Provider: "n/b", Model: "llama-b", Weight: 1}}}}
 	}}, func(c *Cluster) []NodeSpec {
 		var ua, ub string

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -374,8 +375,8 @@ type flaky struct {
 func flakyCluster(t testing.TB, f flaky) *Cluster {
 	t.Helper()
 	return Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/" + f.id, Priority: 10}}
-		g.Overlay = gateway.OverlayConfig{RecoveryInterval: f.recovery, RecoveryMaxInterval: 2 * f.recovery}
+		g.Providers = []pool.ProviderPolicy{{ID: "node-a/" + f.id, Priority: 10}}
+		g.Overlay = pool.OverlayConfig{RecoveryInterval: f.recovery, RecoveryMaxInterval: 2 * f.recovery}
 	}}, func(*Cluster) []NodeSpec {
 		p := Sim(f.id, nodeagent.SimConfig{StallBeforeFirst: true, StallAttempts: 1, UnhealthyAfterStall: f.unhealthyFor})
 		p.ResponseStallTimeoutMS = f.stallMS

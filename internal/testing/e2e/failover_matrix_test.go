@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -79,7 +80,7 @@ func matrixCluster(t *testing.T, config, fault string, gw func(*gateway.Config))
 			g.Models, model = []gateway.ModelConfig{{Name: fault, Fallbacks: []string{"ok"}}}, fault
 		}
 		if config == "two providers for the primary" {
-			g.Providers = []gateway.ProviderPolicy{{ID: "n/p1", Priority: 10}}
+			g.Providers = []pool.ProviderPolicy{{ID: "n/p1", Priority: 10}}
 		}
 		fastRetry(g)
 		if gw != nil {

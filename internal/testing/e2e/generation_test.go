@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -21,7 +22,7 @@ import (
 func TestRequestKeepsItsGeneration(t *testing.T) {
 	retries, backoff := 2, 300*time.Millisecond
 	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Models = []gateway.ModelConfig{{Name: "m", Targets: []gateway.ModelTarget{{Model: "503-persist"}}}}
+		g.Models = []gateway.ModelConfig{{Name: "m", Targets: []pool.ModelTarget{{Model: "503-persist"}}}}
 		g.Retry.Retries, g.Retry.BackoffBase, g.Retry.BackoffMax = &retries, &backoff, &backoff
 	}}, func(c *Cluster) []NodeSpec {
 		c.Wall.Models = []string{"503-persist", "ok"}
@@ -38,7 +39,7 @@ func TestRequestKeepsItsGeneration(t *testing.T) {
 	wait.Until(t, func() bool { return len(c.Wall.AttemptsFor("503-persist")) == 1 })
 	cfg := c.Gateway.Config()
 	none := 0
-	cfg.Models = []gateway.ModelConfig{{Name: "m", Targets: []gateway.ModelTarget{{Model: "ok"}}}}
+	cfg.Models = []gateway.ModelConfig{{Name: "m", Targets: []pool.ModelTarget{{Model: "ok"}}}}
 	cfg.Retry.Retries = &none
 	if err := c.Gateway.Reload(cfg); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -18,7 +19,7 @@ import (
 // released once.
 func TestNodeLossTerminals(t *testing.T) {
 	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/a", Priority: 10}}
+		g.Providers = []pool.ProviderPolicy{{ID: "node-a/a", Priority: 10}}
 	}}, func(c *Cluster) []NodeSpec {
 		slow := Sim("a", nodeagent.SimConfig{TokenLatency: 100 * time.Millisecond, MaxTokens: 200})
 		silent := Sim("a2", nodeagent.SimConfig{StallBeforeFirst: true})

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/nodeagent"
 )
 
-func adminProviders(t *testing.T, c *Cluster) map[string]gateway.ProviderSnapshot {
+func adminProviders(t *testing.T, c *Cluster) map[string]pool.ProviderSnapshot {
 	t.Helper()
 	resp, err := http.Get(c.AdminURL + "/admin/providers")
 	if err != nil {
@@ -18,12 +19,12 @@ func adminProviders(t *testing.T, c *Cluster) map[string]gateway.ProviderSnapsho
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Providers []gateway.ProviderSnapshot `json:"providers"`
+		Providers []pool.ProviderSnapshot `json:"providers"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]gateway.ProviderSnapshot{}
+	out := map[string]pool.ProviderSnapshot{}
 	for _, p := range body.Providers {
 		out[p.LocalProviderID] = p
 	}
@@ -36,8 +37,8 @@ func adminProviders(t *testing.T, c *Cluster) map[string]gateway.ProviderSnapsho
 // available again.
 func TestOverlayLowersAndRecoversEndToEnd(t *testing.T) {
 	c := Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/sim-a", Priority: 10}}
-		g.Overlay = gateway.OverlayConfig{RecoveryInterval: 200 * time.Millisecond, RecoveryMaxInterval: 400 * time.Millisecond}
+		g.Providers = []pool.ProviderPolicy{{ID: "node-a/sim-a", Priority: 10}}
+		g.Overlay = pool.OverlayConfig{RecoveryInterval: 200 * time.Millisecond, RecoveryMaxInterval: 400 * time.Millisecond}
 	}}, func(c *Cluster) []NodeSpec {
 		a := Sim("sim-a", nodeagent.SimConfig{StallBeforeFirst: true, StallAttempts: 1, UnhealthyAfterStall: time.Second})
 		a.ResponseStallTimeoutMS, a.Capacity = 300, 3

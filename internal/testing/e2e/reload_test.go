@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -119,7 +120,7 @@ func TestRemovedNodeRetiresByItsDrainTimeout(t *testing.T) {
 					{ID: "stays", Providers: []nodeagent.ProviderConfig{Sim("other", nodeagent.SimConfig{})}},
 				}}, nil)
 			cfg := c.Gateway.Config()
-			cfg.Providers = []gateway.ProviderPolicy{{ID: "gone/slow", Priority: 10}}
+			cfg.Providers = []pool.ProviderPolicy{{ID: "gone/slow", Priority: 10}}
 			if err := c.Gateway.Reload(cfg); err != nil {
 				t.Fatal(err)
 			}

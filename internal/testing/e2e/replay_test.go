@@ -12,6 +12,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -26,7 +27,7 @@ type pair struct {
 func startPair(t *testing.T, faultA string, gw func(*gateway.Config), tweak func(a, b *nodeagent.ProviderConfig)) *pair {
 	p := &pair{}
 	p.Cluster = Start(t, Options{Gateway: func(g *gateway.Config) {
-		g.Providers = []gateway.ProviderPolicy{{ID: "node-a/a", Priority: 10}}
+		g.Providers = []pool.ProviderPolicy{{ID: "node-a/a", Priority: 10}}
 		if gw != nil {
 			gw(g)
 		}
@@ -203,7 +204,7 @@ func TestStallAfterCommitTypedTerminal(t *testing.T) {
 // its end; when no replay is possible (one provider) it is a 504.
 func TestNonStreamingStallIs504(t *testing.T) {
 	p := startPair(t, "accept-silent", func(g *gateway.Config) {
-		g.Providers = append(g.Providers, gateway.ProviderPolicy{ID: "node-b/b", Disabled: true})
+		g.Providers = append(g.Providers, pool.ProviderPolicy{ID: "node-b/b", Disabled: true})
 	}, nil)
 	resp := post(t, p.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	b := readAll(t, resp)

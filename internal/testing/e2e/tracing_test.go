@@ -1,8 +1,9 @@
 package e2e
 
 import (
-	"github.com/iopgw/iop/internal/testing/logbuf"
 	"log/slog"
+
+	"github.com/iopgw/iop/internal/testing/logbuf"
 
 	"compress/gzip"
 	"encoding/hex"

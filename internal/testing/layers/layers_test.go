@@ -27,7 +27,8 @@ var allowed = map[string][]string{
 	"openapi":              {},
 	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "nodeagent"},
 	"streamgate":           {"execution", "codec", "internal/httphdr", "internal/syncx"},
-	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy"},
+	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy", "gateway/pool"},
+	"gateway/pool":         {"execution", "wire", "streamgate"},
 	"gateway/tenancy":      {"execution", "codec"},
 	"cmd":                  {"gateway", "nodeagent", "internal/konfig"},
 	"internal/testing":     {"*"},
@@ -102,6 +103,9 @@ func TestRulesHold(t *testing.T) {
 		{"gateway/tenancy", "gateway", false},
 		{"gateway/tenancy", "streamgate", false},
 		{"gateway", "gateway/tenancy", true},
+		{"gateway/pool", "gateway", false},
+		{"gateway/pool", "gateway/tenancy", false},
+		{"gateway", "gateway/pool", true},
 	} {
 		if got := permits(allowed[layerOf(tc.pkg)], tc.imp); got != tc.ok {
 			t.Errorf("%s importing %s: allowed=%v, want %v", tc.pkg, tc.imp, got, tc.ok)

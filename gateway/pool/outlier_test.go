@@ -1,11 +1,10 @@
-package gateway
+package pool
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -22,18 +21,18 @@ func TestOutlierEjection(t *testing.T) {
 	clock := &fakeNow{t: time.Unix(1e9, 0)}
 	p := NewPool(PoolConfig{Now: clock.now})
 	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("x", 8, "m"), ad("y", 8, "m")})
-	x := p.providers[providerKey{NodeID: "n1", Generation: 1, ProviderID: "x"}]
-	y := p.providers[providerKey{NodeID: "n1", Generation: 1, ProviderID: "y"}]
+	x := p.providers[ProviderKey{NodeID: "n1", Generation: 1, ProviderID: "x"}]
+	y := p.providers[ProviderKey{NodeID: "n1", Generation: 1, ProviderID: "y"}]
 	fail := func(pp *pooled, n int) (ejected bool) {
 		for range n {
-			ejected = p.reportResult(pp, resultServerFailure) || ejected
+			ejected = p.reportResult(pp, ResultServerFailure) || ejected
 		}
 		return ejected
 	}
 	if fail(x, 4) {
 		t.Fatal("ejected after 4 failures")
 	}
-	p.reportResult(x, resultNeutral) // a 429 in between changes nothing
+	p.reportResult(x, ResultNeutral) // a 429 in between changes nothing
 	if !fail(x, 1) {
 		t.Fatal("not ejected after 5 consecutive failures")
 	}
@@ -76,36 +75,8 @@ func TestOutlierEjection(t *testing.T) {
 	// A success resets the streak.
 	clock.t = x.outlier.until.Add(time.Second)
 	fail(x, 4)
-	p.reportResult(x, resultSuccess)
+	p.reportResult(x, ResultSuccess)
 	if fail(x, 4) {
 		t.Fatal("the streak survived a success")
-	}
-}
-
-func TestAttemptResultClassification(t *testing.T) {
-	up := func(status int) *execution.ExecutionFailure {
-		return execution.UpstreamFailure(&execution.UpstreamError{Status: status, Message: "x"})
-	}
-	for _, tc := range []struct {
-		name string
-		got  attemptResult
-		want attemptResult
-	}{
-		{"complete", eventResult(execution.RunEvent{Type: execution.EventTypeComplete}), resultSuccess},
-		{"503", eventResult(execution.RunEvent{Type: execution.EventTypeError, Failure: up(503)}), resultServerFailure},
-		{"unreachable", eventResult(execution.RunEvent{Type: execution.EventTypeError, Failure: up(0)}), resultServerFailure},
-		{"cut after 200", eventResult(execution.RunEvent{Type: execution.EventTypeError, Failure: up(200)}), resultServerFailure},
-		{"429", eventResult(execution.RunEvent{Type: execution.EventTypeError, Failure: up(429)}), resultNeutral},
-		{"400", eventResult(execution.RunEvent{Type: execution.EventTypeError, Failure: up(400)}), resultNeutral},
-		{"stall", eventResult(execution.RunEvent{Type: execution.EventTypeError, Failure: execution.NewFailure(execution.FailureCodeResponseStalled, "s")}), resultNeutral},
-		{"cancelled", eventResult(execution.RunEvent{Type: execution.EventTypeCancelled}), resultNeutral},
-		{"tunnel 200 end", frameResult(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}, 200), resultSuccess},
-		{"tunnel 502 end", frameResult(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}, 502), resultServerFailure},
-		{"tunnel 429 end", frameResult(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}, 429), resultNeutral},
-		{"tunnel cut", frameResult(execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Failure: up(200)}, 200), resultServerFailure},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"encoding/json"
@@ -81,7 +81,7 @@ func TestHealthObservationDeliveredAfterRelease(t *testing.T) {
 		released bool
 		queue    int
 	}
-	p.observer.hook = func(healthObservation) {
+	p.observer.hook = func(HealthObservation) {
 		atDelivery.released, atDelivery.queue = l.Released(), p.QueueDepth("llama3.2")
 	}
 	f := stall("available", "request_stalled", "confirmed", "1", true)

@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ProviderPoolDispatchRequest asks the pool for a provider. The two
@@ -54,18 +55,18 @@ func (p *Pool) aliasesOf(req ProviderPoolDispatchRequest) func(string) []ModelTa
 }
 
 // providerKey identifies a provider on one connection.
-type providerKey struct {
+type ProviderKey struct {
 	NodeID     string
 	Generation uint64
 	ProviderID string // the node's provider id
 }
 
-// edgeID is the edge-owned provider id.
-func (k providerKey) edgeID() string { return k.NodeID + "/" + k.ProviderID }
+// ID is the edge-owned provider id.
+func (k ProviderKey) ID() string { return k.NodeID + "/" + k.ProviderID }
 
 // pooled is one advertised provider on a live connection.
 type pooled struct {
-	key      providerKey
+	key      ProviderKey
 	ad       *wire.ProviderAdvertisement
 	inFlight int
 	lastUsed uint64
@@ -82,10 +83,10 @@ type pooled struct {
 // servedName is the name under which ad serves model, or "". Names
 // compare as the adapter does: Ollama treats "llama3.2" and
 // "llama3.2:latest" as one model.
-func servedName(ad *wire.ProviderAdvertisement, model string) string {
+func ServedName(ad *wire.ProviderAdvertisement, model string) string {
 	ollama := ad.GetAdapter() == "ollama"
 	for _, m := range ad.GetModels() {
-		if m == model || ollama && ollamaName(m) == ollamaName(model) {
+		if m == model || ollama && OllamaName(m) == OllamaName(model) {
 			return m
 		}
 	}
@@ -93,7 +94,7 @@ func servedName(ad *wire.ProviderAdvertisement, model string) string {
 }
 
 // ollamaName adds Ollama's implicit ":latest" tag to a name without one.
-func ollamaName(m string) string {
+func OllamaName(m string) string {
 	if strings.Contains(m[strings.LastIndex(m, "/")+1:], ":") {
 		return m
 	}
@@ -133,16 +134,16 @@ func (p *pooled) hasSlot() bool { return p.capacity() <= 0 || p.inFlight < p.cap
 type Pool struct {
 	cfgQueue   func(model string) QueueConfig
 	policy     func(providerID string) ProviderPolicy
-	observer   *healthObservability
+	observer   *HealthObservability
 	overlayCfg OverlayConfig
-	metrics    *edgeMetrics
+	metrics    *poolMetrics // nil: not registered
 	outlierCfg OutlierConfig
 	now        func() time.Time
 
 	mu        sync.Mutex // guards the following fields
-	providers map[providerKey]*pooled
+	providers map[ProviderKey]*pooled
 	queues    map[string]*waitQueue
-	overlay   map[providerKey]*overlayEntry
+	overlay   map[ProviderKey]*overlayEntry
 	nodeGen   map[string]uint64  // the newest connection generation set per node
 	nodeState map[nodeGen]string // NodeSuspect or NodeDraining: takes no new work
 	served    map[string]bool    // lower-cased models any node has advertised since start (bounded)
@@ -184,14 +185,24 @@ func (p *Pool) SetNodeState(nodeID string, gen uint64, state string) {
 	p.pumpLocked()
 }
 
+// NodeState is a node connection's state: NodeSuspect, NodeDraining or
+// "" (takes work).
+func (p *Pool) NodeState(nodeID string, gen uint64) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodeState[nodeGen{nodeID, gen}]
+}
+
 // PoolConfig configures a Pool.
 type PoolConfig struct {
 	Queue    func(model string) QueueConfig
 	Policy   func(providerID string) ProviderPolicy
-	Observer *healthObservability
+	Observer *HealthObservability
 	Overlay  OverlayConfig
 	Outlier  OutlierConfig
 	Now      func() time.Time // default time.Now
+	// Registerer, when set, takes the pool's collectors.
+	Registerer prometheus.Registerer
 	// Aliases returns the targets of a model name that is an alias (nil
 	// for any other name).
 	Aliases func(model string) []ModelTarget
@@ -211,9 +222,13 @@ func NewPool(c PoolConfig) *Pool {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Pool{cfgQueue: c.Queue, policy: c.Policy, aliases: c.Aliases, rr: map[string]swrr{}, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
-		providers: map[providerKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[providerKey]*overlayEntry{}, nodeGen: map[string]uint64{},
+	p := &Pool{cfgQueue: c.Queue, policy: c.Policy, aliases: c.Aliases, rr: map[string]swrr{}, observer: c.Observer, overlayCfg: c.Overlay, outlierCfg: c.Outlier.withDefaults(), now: c.Now,
+		providers: map[ProviderKey]*pooled{}, queues: map[string]*waitQueue{}, overlay: map[ProviderKey]*overlayEntry{}, nodeGen: map[string]uint64{},
 		nodeState: map[nodeGen]string{}}
+	if c.Registerer != nil {
+		p.metrics = newPoolMetrics(c.Registerer, p)
+	}
+	return p
 }
 
 // SetNode sets the providers of nodeID's connection generation gen. It is
@@ -229,11 +244,11 @@ func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisem
 		return false
 	}
 	p.nodeGen[nodeID] = gen
-	keep := map[providerKey]bool{}
+	keep := map[ProviderKey]bool{}
 	for _, ad := range ads {
-		k := providerKey{NodeID: nodeID, Generation: gen, ProviderID: ad.GetProviderId()}
+		k := ProviderKey{NodeID: nodeID, Generation: gen, ProviderID: ad.GetProviderId()}
 		keep[k] = true
-		pol := p.policy(k.edgeID())
+		pol := p.policy(k.ID())
 		if pol.ID == "" {
 			pol = p.policy(ad.GetProviderId())
 		}
@@ -303,10 +318,10 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, 
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface, p.aliasesOf(req)) {
-		if slices.Contains(req.Exclude, pp.key.edgeID()) || (req.Prefill && !pp.ad.GetPrefill()) {
+		if slices.Contains(req.Exclude, pp.key.ID()) || (req.Prefill && !pp.ad.GetPrefill()) {
 			continue
 		}
-		if req.AvoidProviderID != "" && pp.key.edgeID() == req.AvoidProviderID {
+		if req.AvoidProviderID != "" && pp.key.ID() == req.AvoidProviderID {
 			avoided = pp
 			continue
 		}
@@ -357,7 +372,7 @@ func (p *Pool) pickLocked(cands []*pooled, req ProviderPoolDispatchRequest) *poo
 	for i := range order {
 		order[i] = i
 	}
-	sort.Slice(order, func(i, j int) bool { return tied[order[i]].key.edgeID() < tied[order[j]].key.edgeID() })
+	sort.Slice(order, func(i, j int) bool { return tied[order[i]].key.ID() < tied[order[j]].key.ID() })
 	sorted, sw := make([]*pooled, len(tied)), make([]int, len(tied))
 	for i, k := range order {
 		sorted[i], sw[i] = tied[k], weights[k]
@@ -365,7 +380,7 @@ func (p *Pool) pickLocked(cands []*pooled, req ProviderPoolDispatchRequest) *poo
 	tied, weights = sorted, sw
 	ids := make([]string, len(tied))
 	for i, c := range tied {
-		ids[i] = c.key.edgeID()
+		ids[i] = c.key.ID()
 	}
 	key := strings.ToLower(model)
 	if p.rr[key] == nil {
@@ -390,7 +405,7 @@ func (p *Pool) leaseLocked(pp *pooled, req ProviderPoolDispatchRequest) *Lease {
 	ad := pp.ad
 	target, _ := targetOf(pp, model, p.aliasesOf(req))
 	return &Lease{
-		NodeID: pp.key.NodeID, ConnectionGeneration: pp.key.Generation, ProviderID: pp.key.edgeID(), LocalProviderID: pp.key.ProviderID,
+		NodeID: pp.key.NodeID, ConnectionGeneration: pp.key.Generation, ProviderID: pp.key.ID(), LocalProviderID: pp.key.ProviderID,
 		Adapter: ad.GetAdapter(), Target: target, InstanceKey: ad.GetInstanceKey(), Model: model,
 		Path: ad.GetExecutionPath(), Surfaces: ad.GetSurfaces(), StallTimeout: time.Duration(ad.GetResponseStallTimeoutMs()) * time.Millisecond,
 		SupportsTunnel: ad.GetSupportsTunnel(), SupportsOllamaAPI: ad.GetSupportsOllamaApi(),
@@ -651,7 +666,7 @@ func (p *Pool) Reconfigure(overlay OverlayConfig, outlier OutlierConfig) {
 	defer p.mu.Unlock()
 	p.overlayCfg, p.outlierCfg = overlay, outlier.withDefaults()
 	for k, pp := range p.providers {
-		pol := p.policy(k.edgeID())
+		pol := p.policy(k.ID())
 		if pol.ID == "" {
 			pol = p.policy(pp.ad.GetProviderId())
 		}

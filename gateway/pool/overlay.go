@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"strconv"
@@ -55,10 +55,10 @@ func (p *Pool) AcceptStall(l *Lease, r Reception, f *execution.ExecutionFailure,
 }
 
 // decideStall is AcceptStall's decision and the observation it yields.
-func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure) (StallVerdict, healthObservation) {
+func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure) (StallVerdict, HealthObservation) {
 	out := &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Message: execution.StalledMessage, Retryable: f.Retryable}
 	if !l.Owns(r) {
-		return StallVerdict{Failure: out}, healthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"}
+		return StallVerdict{Failure: out}, HealthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"}
 	}
 	md := f.Metadata
 	health := execution.HealthStatus(md[execution.MetadataKeyProviderHealth])
@@ -71,18 +71,18 @@ func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure)
 	seq, seqErr := strconv.ParseUint(md[execution.MetadataKeyHealthObservationSeq], 10, 64)
 	switch {
 	case !exactPair(md[execution.MetadataKeyLivenessClassification], health) || fence == "":
-		return released, healthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"}
+		return released, HealthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"}
 	case md[execution.MetadataKeyAdapter] != l.Adapter || md[execution.MetadataKeyTarget] != l.Target:
-		return released, healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
+		return released, HealthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	case fence != string(execution.AttemptFenceConfirmed) || !f.Retryable:
-		return released, healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
+		return released, HealthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	}
 	// A validated current bound stall: annotate, whatever the sequence says.
 	out.Metadata[streamgate.MetadataKeyProviderID] = l.ProviderID
 	out.Metadata[execution.MetadataKeyProviderHealth] = string(health)
 	out.Metadata[streamgate.MetadataKeyRecoveryHandoff] = streamgate.RecoveryHandoffConfirmed
 	if seqErr != nil || seq == 0 {
-		return released, healthObservation{source: "stall", evidence: string(health), decision: "rejected_ambiguous"}
+		return released, HealthObservation{source: "stall", evidence: string(health), decision: "rejected_ambiguous"}
 	}
 	return released, p.applyStall(l, health, seq)
 }
@@ -98,12 +98,12 @@ func exactPair(class string, health execution.HealthStatus) bool {
 
 // applyStall projects a validated stall observation onto the overlay and
 // returns the observation to deliver once the lease is released.
-func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) healthObservation {
-	k := providerKey{NodeID: l.NodeID, Generation: l.ConnectionGeneration, ProviderID: l.LocalProviderID}
+func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) HealthObservation {
+	k := ProviderKey{NodeID: l.NodeID, Generation: l.ConnectionGeneration, ProviderID: l.LocalProviderID}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, live := p.providers[k]; !live {
-		return healthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
+		return HealthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	}
 	e := p.overlay[k]
 	if e == nil {
@@ -112,10 +112,10 @@ func (p *Pool) applyStall(l *Lease, health execution.HealthStatus, seq uint64) h
 	}
 	state := e.health()
 	if seq <= e.lastSeq {
-		return healthObservation{source: "stall", evidence: string(health), decision: "rejected_stale", from: state, to: state}
+		return HealthObservation{source: "stall", evidence: string(health), decision: "rejected_stale", from: state, to: state}
 	}
 	e.lastSeq = seq
-	obs := healthObservation{source: "stall", evidence: string(health), decision: "applied", provider: l.ProviderID, from: state, to: state}
+	obs := HealthObservation{source: "stall", evidence: string(health), decision: "applied", provider: l.ProviderID, from: state, to: state}
 	switch health {
 	case execution.HealthUnavailable:
 		if !e.lowered {
@@ -155,38 +155,38 @@ type ProbeResult struct {
 // available; malformed, ambiguous, stale-generation, unknown and
 // unavailable results change nothing.
 func (p *Pool) ApplyProbe(r ProbeResult) {
-	k := providerKey{NodeID: r.NodeID, Generation: r.Generation, ProviderID: r.ProviderID}
+	k := ProviderKey{NodeID: r.NodeID, Generation: r.Generation, ProviderID: r.ProviderID}
 	status := execution.HealthStatus(r.Status)
 	p.mu.Lock()
 	pp, live := p.providers[k]
 	e := p.overlay[k]
-	var obs healthObservation
+	var obs HealthObservation
 	state := string(execution.HealthUnknown)
 	if e != nil {
 		state = e.health()
 	}
 	switch {
 	case !status.Valid() || r.Seq == 0:
-		obs = healthObservation{source: "probe", evidence: "unknown", decision: "rejected_ambiguous"}
+		obs = HealthObservation{source: "probe", evidence: "unknown", decision: "rejected_ambiguous"}
 	case !live || e == nil || pp.ad.GetInstanceKey() != r.AdapterKey || e.target != r.Target:
-		obs = healthObservation{source: "probe", evidence: string(status), decision: "rejected_binding"}
+		obs = HealthObservation{source: "probe", evidence: string(status), decision: "rejected_binding"}
 	case r.Seq <= e.lastSeq:
-		obs = healthObservation{source: "probe", evidence: string(status), decision: "rejected_stale"}
+		obs = HealthObservation{source: "probe", evidence: string(status), decision: "rejected_stale"}
 	case status != execution.HealthAvailable:
 		// Unknown and unavailable results are no-ops on the overlay (no
 		// sequence advance, no state change: inconclusive); only the
 		// probe schedule, which is not overlay state, backs off.
 		p.backoffLocked(e)
-		obs = healthObservation{source: "probe", evidence: string(status), decision: "inconclusive"}
+		obs = HealthObservation{source: "probe", evidence: string(status), decision: "inconclusive"}
 	default:
 		e.lastSeq = r.Seq
-		obs = healthObservation{source: "probe", evidence: "available", decision: "applied"}
+		obs = HealthObservation{source: "probe", evidence: "available", decision: "applied"}
 		if e.lowered {
 			e.lowered, e.reason = false, ""
 			obs.from, obs.to, obs.changed = "unavailable", "available", true
 		}
 	}
-	obs.provider = k.edgeID()
+	obs.provider = k.ID()
 	if !obs.changed {
 		obs.from, obs.to = state, state
 	}
@@ -217,26 +217,26 @@ func (p *Pool) recoveryMax() time.Duration {
 	return 60 * time.Second
 }
 
-// probeTarget is a lowered provider due for a recovery probe.
-type probeTarget struct {
-	key         providerKey
-	instanceKey string
-	target      string
+// ProbeTarget is a lowered provider due for a recovery probe.
+type ProbeTarget struct {
+	Key         ProviderKey
+	InstanceKey string
+	Target      string
 }
 
-// dueProbes returns lowered providers whose next probe is due, and marks
+// DueProbes returns lowered providers whose next probe is due, and marks
 // them probed (the next probe waits for a result's backoff).
-func (p *Pool) dueProbes(now time.Time) []probeTarget {
+func (p *Pool) DueProbes(now time.Time) []ProbeTarget {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []probeTarget
+	var out []ProbeTarget
 	for k, e := range p.overlay {
 		pp, live := p.providers[k]
 		if !e.lowered || !live || now.Before(e.nextProbe) {
 			continue
 		}
 		e.nextProbe = now.Add(e.interval)
-		out = append(out, probeTarget{key: k, instanceKey: pp.ad.GetInstanceKey(), target: e.target})
+		out = append(out, ProbeTarget{Key: k, InstanceKey: pp.ad.GetInstanceKey(), Target: e.target})
 	}
 	return out
 }

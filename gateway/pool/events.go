@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"sync"
@@ -22,7 +22,7 @@ type Event struct {
 }
 
 // eventLog keeps the last events.
-type eventLog struct {
+type EventLog struct {
 	mu     sync.Mutex // guards the following fields
 	events []Event
 	next   int
@@ -31,9 +31,9 @@ type eventLog struct {
 
 const eventLogSize = 64
 
-func newEventLog() *eventLog { return &eventLog{events: make([]Event, eventLogSize)} }
+func NewEventLog() *EventLog { return &EventLog{events: make([]Event, eventLogSize)} }
 
-func (l *eventLog) add(e Event) {
+func (l *EventLog) Add(e Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events[l.next] = e
@@ -41,8 +41,8 @@ func (l *eventLog) add(e Event) {
 	l.full = l.full || l.next == 0
 }
 
-// recent returns the events, newest first.
-func (l *eventLog) recent() []Event {
+// Recent returns the events, newest first.
+func (l *EventLog) Recent() []Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.next

@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"time"
@@ -46,18 +46,26 @@ type outlierState struct {
 func (o *outlierState) ejected(now time.Time) bool { return now.Before(o.until) }
 
 // attemptResult is what an attempt's end says about its provider.
-type attemptResult int
+type AttemptResult int
 
 const (
-	resultNeutral attemptResult = iota // client-side or quota: says nothing
-	resultSuccess
-	resultServerFailure
+	ResultNeutral AttemptResult = iota // client-side or quota: says nothing
+	ResultSuccess
+	ResultServerFailure
 )
+
+// Report feeds one attempt's result into its lease's provider's outlier
+// state, and logs an ejection it caused.
+func (p *Pool) Report(l *Lease, r AttemptResult) {
+	if p.reportResult(l.slot, r) {
+		p.logEjection(l.ProviderID)
+	}
+}
 
 // reportResult feeds one attempt's result into its provider's outlier
 // state and reports whether that ejected the provider.
-func (p *Pool) reportResult(pp *pooled, r attemptResult) bool {
-	if r == resultNeutral {
+func (p *Pool) reportResult(pp *pooled, r AttemptResult) bool {
+	if r == ResultNeutral {
 		return false
 	}
 	p.mu.Lock()
@@ -68,7 +76,7 @@ func (p *Pool) reportResult(pp *pooled, r attemptResult) bool {
 	}
 	o := &pp.outlier
 	now := p.now()
-	if r == resultSuccess {
+	if r == ResultSuccess {
 		o.streak = 0
 		if o.ejections > 0 && now.Sub(o.until) > cfg.MaxEjectionTime {
 			o.ejections = 0 // healthy for a long while: the backoff starts over
@@ -120,10 +128,10 @@ func (p *Pool) logEjection(providerID string) {
 	p.mu.Lock()
 	var until time.Time
 	for _, pp := range p.providers {
-		if pp.key.edgeID() == providerID {
+		if pp.key.ID() == providerID {
 			until = pp.outlier.until
 		}
 	}
 	p.mu.Unlock()
-	p.observer.events.add(Event{Time: p.now(), Kind: "ejection", ProviderID: providerID, Until: &until})
+	p.observer.events.Add(Event{Time: p.now(), Kind: "ejection", ProviderID: providerID, Until: &until})
 }

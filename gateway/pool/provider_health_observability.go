@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // healthObservation is one authoritative overlay decision, in closed
 // vocabularies only: no provider, node, run, adapter or target value.
-type healthObservation struct {
+type HealthObservation struct {
 	source   string // stall, probe, unknown
 	evidence string // available, unavailable, unknown
 	decision string // applied, rejected_stale, rejected_binding, rejected_ambiguous, inconclusive
@@ -41,16 +41,16 @@ func closedOr(m map[string]bool, v, fallback string) string {
 // synchronously after the decision, outside the pool lock: a slow
 // observer can delay its caller but can neither hold the lock nor change
 // the finalized transition.
-type healthObservability struct {
+type HealthObservability struct {
 	evidence    *prometheus.CounterVec
 	transitions *prometheus.CounterVec
 	log         *slog.Logger
-	events      *eventLog
-	hook        func(healthObservation) // tests
+	events      *EventLog
+	hook        func(HealthObservation) // tests
 }
 
-func newHealthObservability(reg prometheus.Registerer, log *slog.Logger) *healthObservability {
-	o := &healthObservability{
+func NewHealthObservability(reg prometheus.Registerer, log *slog.Logger, events *EventLog) *HealthObservability {
+	o := &HealthObservability{events: events,
 		evidence: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "iop_edge_provider_health_evidence_total",
 			Help: "Authoritative provider-health overlay decisions.",
@@ -65,7 +65,7 @@ func newHealthObservability(reg prometheus.Registerer, log *slog.Logger) *health
 	return o
 }
 
-func (o *healthObservability) observe(obs healthObservation) {
+func (o *HealthObservability) observe(obs HealthObservation) {
 	if o == nil {
 		return
 	}
@@ -86,7 +86,7 @@ func (o *healthObservability) observe(obs healthObservation) {
 			slog.String("from_health", from), slog.String("to_health", to), slog.Bool("state_changed", obs.changed))
 	}
 	if o.events != nil {
-		o.events.add(Event{Time: time.Now(), Kind: "health", ProviderID: obs.provider, Source: src, Evidence: ev, Decision: dec, From: from, To: to})
+		o.events.Add(Event{Time: time.Now(), Kind: "health", ProviderID: obs.provider, Source: src, Evidence: ev, Decision: dec, From: from, To: to})
 	}
 	if o.hook != nil {
 		o.hook(obs)

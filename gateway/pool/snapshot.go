@@ -1,8 +1,9 @@
-package gateway
+package pool
 
-import "time"
-
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // ProviderSnapshot is one provider as GET /admin/providers shows it.
 type ProviderSnapshot struct {
@@ -44,7 +45,7 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 	out := make([]ProviderSnapshot, 0, len(p.providers))
 	for k, pp := range p.providers {
 		s := ProviderSnapshot{
-			NodeID: k.NodeID, ConnectionGeneration: k.Generation, ProviderID: k.edgeID(), LocalProviderID: k.ProviderID,
+			NodeID: k.NodeID, ConnectionGeneration: k.Generation, ProviderID: k.ID(), LocalProviderID: k.ProviderID,
 			Adapter: pp.ad.GetAdapter(), Target: pp.ad.GetTarget(), Models: pp.ad.GetModels(), ExecutionPath: pp.ad.GetExecutionPath(),
 			ConfiguredCapacity: pp.capacity(), EffectiveCapacity: pp.capacity(), InFlight: pp.inFlight,
 			Status: "available", Health: "available", AdvertisedCapacity: pp.advertised,
@@ -82,7 +83,7 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 
 // NoteAdvertisedCapacity records that k advertised more capacity than
 // the edge's limit gives it, for the status views.
-func (p *Pool) NoteAdvertisedCapacity(k providerKey, advertised int) {
+func (p *Pool) NoteAdvertisedCapacity(k ProviderKey, advertised int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pp := p.providers[k]; pp != nil {
@@ -91,7 +92,7 @@ func (p *Pool) NoteAdvertisedCapacity(k providerKey, advertised int) {
 }
 
 // NoteProbe records a connect probe's evidence for the status views.
-func (p *Pool) NoteProbe(k providerKey, status string) {
+func (p *Pool) NoteProbe(k ProviderKey, status string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pp := p.providers[k]; pp != nil {

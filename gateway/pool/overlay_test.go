@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"bytes"
@@ -21,16 +21,16 @@ import (
 
 type obsRecorder struct {
 	mu  sync.Mutex
-	obs []healthObservation
+	obs []HealthObservation
 }
 
-func (r *obsRecorder) add(o healthObservation) {
+func (r *obsRecorder) add(o HealthObservation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.obs = append(r.obs, o)
 }
 
-func (r *obsRecorder) last() healthObservation {
+func (r *obsRecorder) last() HealthObservation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.obs[len(r.obs)-1]
@@ -39,7 +39,7 @@ func (r *obsRecorder) last() healthObservation {
 func overlayPool(t *testing.T) (*Pool, *obsRecorder, *prometheus.Registry, *bytes.Buffer) {
 	reg := prometheus.NewRegistry()
 	buf := &bytes.Buffer{}
-	o := newHealthObservability(reg, slog.New(slog.NewJSONHandler(buf, nil)))
+	o := NewHealthObservability(reg, slog.New(slog.NewJSONHandler(buf, nil)), nil)
 	rec := &obsRecorder{}
 	o.hook = rec.add
 	p := NewPool(PoolConfig{Observer: o, Overlay: OverlayConfig{RecoveryInterval: time.Millisecond, RecoveryMaxInterval: 4 * time.Millisecond}})
@@ -262,7 +262,7 @@ iop_edge_provider_health_transitions_total{from_health="unavailable",to_health="
 func TestProviderHealthObservabilityDoesNotExposeSentinels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	buf := &bytes.Buffer{}
-	o := newHealthObservability(reg, slog.New(slog.NewJSONHandler(buf, nil)))
+	o := NewHealthObservability(reg, slog.New(slog.NewJSONHandler(buf, nil)), nil)
 	p := NewPool(PoolConfig{Observer: o})
 	p.SetNode("SENTINEL-NODE", 1, []*wire.ProviderAdvertisement{{ProviderId: "SENTINEL-PROVIDER", Adapter: "SENTINEL-ADAPTER", Target: "SENTINEL-TARGET",
 		InstanceKey: "SENTINEL-KEY", Models: []string{"SENTINEL-TARGET"}, Capacity: 1}})
@@ -297,7 +297,7 @@ func TestObserverBlockingHoldsNoLock(t *testing.T) {
 func testObserverBlockingHoldsNoLock(t *testing.T) {
 	p, _, _, _ := overlayPool(t)
 	block := make(chan struct{})
-	p.observer.hook = func(healthObservation) { <-block }
+	p.observer.hook = func(HealthObservation) { <-block }
 	l := leaseFor(t, p, "a")
 	done := make(chan struct{})
 	go func() {
