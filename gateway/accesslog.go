@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -118,7 +119,7 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			attrs = append(attrs, slog.Int("fallbacks_not_allowed", a.FallbacksSkipped))
 		}
 		if s := a.Sum; s != nil {
-			attrs = append(attrs, slog.String("model_answered", clipID(s.Model)), slog.String("provider", s.Provider),
+			attrs = append(attrs, slog.String("model_answered", ids.Clip(s.Model)), slog.String("provider", s.Provider),
 				slog.String("path", s.Path), slog.Int("attempts", s.Attempts), slog.Int("retries", s.Retries), slog.Int("fallbacks", s.Fallbacks), slog.Int("resumes", s.Resumes),
 				slog.Int64("ttfb_ms", s.FirstByte.Milliseconds()))
 			if u := s.Usage; u != nil {
@@ -140,7 +141,7 @@ func (g *Gateway) loggedModel(model string) string {
 	case model == "":
 		return ""
 	case g.knownName(model):
-		return clipID(model)
+		return ids.Clip(model)
 	}
 	return "unknown"
 }

@@ -2,9 +2,10 @@ package gateway
 
 import (
 	"fmt"
-	"github.com/iopgw/iop/gateway/pool"
 	"slices"
 	"strings"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/labstack/echo/v4"
 

@@ -1,8 +1,9 @@
 package gateway
 
 import (
-	"github.com/iopgw/iop/gateway/pool"
 	"testing"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/iopgw/iop/execution"
 )

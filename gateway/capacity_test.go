@@ -1,10 +1,11 @@
 package gateway
 
 import (
-	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/iopgw/iop/internal/testing/logbuf"
 	"github.com/iopgw/iop/internal/testing/wait"

@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/pool"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/konfig"

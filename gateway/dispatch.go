@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/pool"
 	"io"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
@@ -36,7 +38,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 	if err != nil {
 		return nil, err
 	}
-	attemptID := randomID()
+	attemptID := ids.New()
 	ctx, span := d.tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("iop.provider", l.ProviderID), attribute.String("iop.node", l.NodeID),
 		attribute.String("iop.model", l.Model), attribute.String("iop.target", l.Target)))

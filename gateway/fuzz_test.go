@@ -2,10 +2,11 @@ package gateway
 
 import (
 	"context"
-	"github.com/iopgw/iop/gateway/pool"
 	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"

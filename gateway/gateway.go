@@ -13,7 +13,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,12 +21,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/iopgw/iop/gateway/pool"
+
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/iopgw/iop/gateway/tenancy"
+	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
@@ -65,7 +67,7 @@ type Gateway struct {
 	// adminFails throttles failed admin authentications per address;
 	// adminLog logs them, sampled.
 	adminFails tenancy.FailLimiter
-	adminLog   *sampledLog
+	adminLog   *slogx.Sampled
 	tracer     *tracing.Tracer
 	keys       *keyMetrics // per-key counters
 	// sgMetrics are the request runtime's collectors (kept across reloads).
@@ -152,7 +154,7 @@ func (g *Gateway) newRuntime(cfg *Config) error {
 func (g *Gateway) newTenancy(cfg *Config) error {
 	g.auth = tenancy.NewAuthenticator(cfg.Auth.settings())
 	g.adminFails.Limit = func() int { return cmp.Or(max(0, g.config().Auth.FailuresPerMinute), 20) }
-	g.adminLog = newSampledLog(g.log, 10*time.Second)
+	g.adminLog = slogx.NewSampled(g.log, 10*time.Second)
 	g.tenants = tenancy.New(cfg.Auth.Keys, nil)
 	if cfg.Auth.UsageFile != "" {
 		if err := g.tenants.LoadUsage(cfg.Auth.UsageFile); err != nil {
@@ -161,7 +163,7 @@ func (g *Gateway) newTenancy(cfg *Config) error {
 	}
 	g.keys = newKeyMetrics(g.reg)
 	if ls := cfg.Auth.LimitsStore; ls.Redis != "" {
-		warn := newSampledLog(g.log, 10*time.Second)
+		warn := slogx.NewSampled(g.log, 10*time.Second)
 		g.tenants.UseSharedStore(ls, os.Getenv(ls.PasswordEnv), func(err error) {
 			g.keys.storeErrors.Inc()
 			warn.Warn("the limits store did not answer; applying auth.limits_store.failure", "failure", cmp.Or(ls.Failure, "open"),

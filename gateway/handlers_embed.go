@@ -10,6 +10,7 @@ import (
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -36,7 +37,7 @@ func (g *Gateway) ollamaEmbedding(c echo.Context, legacy bool) error {
 	if legacy {
 		path = "/api/embeddings"
 	}
-	runID := "run_" + randomID()
+	runID := "run_" + ids.New()
 	native := &execution.CommandRequest{Command: execution.CommandOllamaAPI, Method: http.MethodPost, Path: path, Body: body, RunID: runID}
 	tunnel := &execution.ProviderTunnelRequest{RunID: runID, Model: req.Model, Method: http.MethodPost, Path: "/v1/embeddings",
 		Header: httphdr.ForUpstream(c.Request().Header, httphdr.CredentialScoped...), Body: req.OpenAIBody()}

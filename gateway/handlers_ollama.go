@@ -11,6 +11,7 @@ import (
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -130,7 +131,7 @@ func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
 	if generate {
 		surface, path = streamgate.SurfaceOllamaGenerate, "/api/generate"
 	}
-	runID := "run_" + randomID()
+	runID := "run_" + ids.New()
 	chatBody, terr := ollama.ToChat(body, generate)
 	run := &execution.RunRequest{RunID: runID, Model: req.Model, Messages: req.Messages, Params: req.Params, ChatBody: chatBody,
 		Stream: req.Stream, Header: httphdr.Propagate(c.Request().Header)}

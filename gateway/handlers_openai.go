@@ -12,6 +12,7 @@ import (
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
 )
 
@@ -106,7 +107,7 @@ func (g *Gateway) tunnelOnly(path string) echo.HandlerFunc {
 // baseRequest builds the runtime request shared by the /v1 endpoints:
 // the normalized run (if any) and the tunnel form of the same request.
 func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string, body []byte, run *execution.RunRequest, path string) *streamgate.Request {
-	runID := "run_" + randomID()
+	runID := "run_" + ids.New()
 	if run != nil {
 		run.RunID, run.SessionID = runID, c.Request().Header.Get("X-Session-Id")
 	}
@@ -249,5 +250,5 @@ func (g *Gateway) carried(c echo.Context, model, path string) *openai.Error {
 		}
 	}
 	return &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Code: "model_not_supported", Param: "model",
-		Message: fmt.Sprintf("No provider of the model '%s' serves %s: its providers do not declare the %s surface.", clipID(model), path, surface)}
+		Message: fmt.Sprintf("No provider of the model '%s' serves %s: its providers do not declare the %s surface.", ids.Clip(model), path, surface)}
 }

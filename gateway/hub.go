@@ -2,18 +2,17 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,6 +21,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/iopgw/iop/internal/ids"
+	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/wire"
 )
@@ -54,7 +55,7 @@ type Hub struct {
 	mtls         bool
 	limits       NodeLimitsConfig
 	link         NodeLinkConfig
-	audit        *sampledLog // refusals a stranger can cause at will
+	audit        *slogx.Sampled // refusals a stranger can cause at will
 	gen          atomic.Uint64
 
 	mu       sync.Mutex // guards the following fields
@@ -181,7 +182,7 @@ func (a *attemptConn) end() { a.done.Fire() }
 // NewHub returns a hub.
 func NewHub(nodes []NodeConfig, pool *pool.Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
 	h := &Hub{pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
-		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: newSampledLog(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
+		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: slogx.NewSampled(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.SetNodes(nodes, DefaultConfig().DrainTimeout)
@@ -440,11 +441,11 @@ func (h *Hub) granted(nodeID string, ads []*wire.ProviderAdvertisement) ([]*wire
 			clamped[ad.GetProviderId()] = advertised
 		}
 		if len(n.Providers) > 0 && !contains(n.Providers, ad.GetProviderId()) {
-			return nil, nil, fmt.Errorf("provider %q is outside the node's grant", clipID(ad.GetProviderId()))
+			return nil, nil, fmt.Errorf("provider %q is outside the node's grant", ids.Clip(ad.GetProviderId()))
 		}
 		for _, m := range ad.GetModels() {
 			if len(n.Models) > 0 && !contains(n.Models, m) {
-				return nil, nil, fmt.Errorf("model %q is outside the node's grant", clipID(m))
+				return nil, nil, fmt.Errorf("model %q is outside the node's grant", ids.Clip(m))
 			}
 		}
 	}
@@ -457,7 +458,7 @@ func (h *Hub) noteClamps(nodeID string, gen uint64, clamped map[string]int) {
 	for id, advertised := range clamped {
 		h.pool.NoteAdvertisedCapacity(pool.ProviderKey{NodeID: nodeID, Generation: gen, ProviderID: id}, advertised)
 		h.log.Warn("a provider advertised more capacity than node_limits.max_capacity allows; it gets the limit", "node_id", nodeID,
-			"provider_id", clipID(id), "advertised_capacity", advertised, "effective_capacity", h.limits.MaxCapacity)
+			"provider_id", ids.Clip(id), "advertised_capacity", advertised, "effective_capacity", h.limits.MaxCapacity)
 	}
 }
 
@@ -469,15 +470,15 @@ const maxName = 256
 // capacity when that was clamped to max_capacity (else 0).
 func (h *Hub) bounded(ad *wire.ProviderAdvertisement) (int, error) {
 	if len(ad.GetModels()) == 0 || len(ad.GetModels()) > h.limits.MaxModels {
-		return 0, fmt.Errorf("provider %q advertises %d models; 1 to %d are accepted", clipID(ad.GetProviderId()), len(ad.GetModels()), h.limits.MaxModels)
+		return 0, fmt.Errorf("provider %q advertises %d models; 1 to %d are accepted", ids.Clip(ad.GetProviderId()), len(ad.GetModels()), h.limits.MaxModels)
 	}
 	if len(ad.GetSurfaces()) > 8 {
-		return 0, fmt.Errorf("provider %q advertises %d surfaces", clipID(ad.GetProviderId()), len(ad.GetSurfaces()))
+		return 0, fmt.Errorf("provider %q advertises %d surfaces", ids.Clip(ad.GetProviderId()), len(ad.GetSurfaces()))
 	}
 	names := append([]string{ad.GetProviderId(), ad.GetAdapter(), ad.GetTarget(), ad.GetInstanceKey(), ad.GetExecutionPath()}, ad.GetModels()...)
 	for _, s := range append(names, ad.GetSurfaces()...) {
 		if len(s) > maxName {
-			return 0, fmt.Errorf("provider %q advertises a name longer than %d bytes", clipID(ad.GetProviderId()), maxName)
+			return 0, fmt.Errorf("provider %q advertises a name longer than %d bytes", ids.Clip(ad.GetProviderId()), maxName)
 		}
 	}
 	if ad.GetProviderId() == "" {
@@ -504,13 +505,6 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
-}
-
-func clipID(s string) string {
-	if len(s) > 64 {
-		return s[:64]
-	}
-	return s
 }
 
 // readvertise applies a re-advertisement of c — only while c is the
@@ -602,7 +596,7 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, d
 		h.mu.Unlock()
 		return nil, errors.New("the node connection is gone")
 	}
-	id := randomID()
+	id := ids.New()
 	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
 	h.pending[id] = pd
 	h.opening[owner.NodeID]++
@@ -777,12 +771,6 @@ func (h *Hub) drain() {
 	for _, c := range conns {
 		c.endParked()
 	}
-}
-
-func randomID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // command runs one provider command on a connection and returns its

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/iopgw/iop/internal/slogx"
 )
 
 // connLimiter bounds connections on the node port before any byte is
@@ -16,7 +18,7 @@ import (
 type connLimiter struct {
 	net.Listener
 	perSource, total int
-	log              *sampledLog
+	log              *slogx.Sampled
 
 	mu    sync.Mutex
 	open  int
@@ -25,7 +27,7 @@ type connLimiter struct {
 
 func limitConns(ln net.Listener, perSource, total int, log *slog.Logger) net.Listener {
 	return &connLimiter{Listener: ln, perSource: perSource, total: total, bySrc: map[string]int{},
-		log: newSampledLog(log, time.Second)}
+		log: slogx.NewSampled(log, time.Second)}
 }
 
 // Accept returns the next connection within the limits.
@@ -82,35 +84,4 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.done(c.src) })
 	return err
-}
-
-// sampledLog writes at most one record per interval per message; the
-// next record says how many were suppressed. For lines an attacker can
-// cause at will (refused connections and authentications).
-type sampledLog struct {
-	log      *slog.Logger
-	interval time.Duration
-
-	mu   sync.Mutex
-	last map[string]time.Time
-	skip map[string]int
-}
-
-func newSampledLog(log *slog.Logger, interval time.Duration) *sampledLog {
-	return &sampledLog{log: log, interval: interval, last: map[string]time.Time{}, skip: map[string]int{}}
-}
-
-// Warn logs msg unless it was logged less than an interval ago.
-func (s *sampledLog) Warn(msg string, args ...any) {
-	s.mu.Lock()
-	now := time.Now()
-	if now.Sub(s.last[msg]) < s.interval {
-		s.skip[msg]++
-		s.mu.Unlock()
-		return
-	}
-	suppressed := s.skip[msg]
-	s.last[msg], s.skip[msg] = now, 0
-	s.mu.Unlock()
-	s.log.Warn(msg, append(args, "suppressed_since_last", suppressed)...)
 }

@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/iopgw/iop/internal/slogx"
 )
 
 // TestNodePortConnectionLimits: connections over the per-source limit are
@@ -70,7 +72,7 @@ func TestRefusedNodesAreLoggedSampled(t *testing.T) {
 	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
 	var mu sync.Mutex
 	var buf bytes.Buffer
-	e.hub.audit = newSampledLog(slog.New(slog.NewJSONHandler(lockedWriter{&mu, &buf}, nil)), time.Hour)
+	e.hub.audit = slogx.NewSampled(slog.New(slog.NewJSONHandler(lockedWriter{&mu, &buf}, nil)), time.Hour)
 	c := e.client(t)
 	for range 50 {
 		if _, _, err := session(t, context.Background(), c, "wrong-token", "n1"); status.Code(err) != codes.Unauthenticated {

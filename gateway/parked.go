@@ -1,8 +1,9 @@
 package gateway
 
 import (
-	"github.com/iopgw/iop/gateway/pool"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"

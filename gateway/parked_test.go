@@ -3,10 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
-	"github.com/iopgw/iop/gateway/pool"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"

@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"context"
-	"github.com/iopgw/iop/gateway/pool"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/wire"

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/pool"
 	"log/slog"
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/iopgw/iop/gateway/pool"
 
 	"github.com/prometheus/client_golang/prometheus"
 )

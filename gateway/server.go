@@ -18,6 +18,7 @@ import (
 
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/openapi"
 
 	"github.com/iopgw/iop/gateway/tenancy"
@@ -87,9 +88,9 @@ func (g *Gateway) httpError(err error, c echo.Context) {
 		status = he.Code
 		switch status {
 		case http.StatusNotFound:
-			msg = fmt.Sprintf("Invalid URL (%s %s)", c.Request().Method, clipID(c.Request().URL.Path))
+			msg = fmt.Sprintf("Invalid URL (%s %s)", c.Request().Method, ids.Clip(c.Request().URL.Path))
 		case http.StatusMethodNotAllowed:
-			msg = fmt.Sprintf("Method %s is not allowed for %s", c.Request().Method, clipID(c.Request().URL.Path))
+			msg = fmt.Sprintf("Method %s is not allowed for %s", c.Request().Method, ids.Clip(c.Request().URL.Path))
 		default:
 			msg = http.StatusText(status)
 		}
@@ -154,7 +155,7 @@ func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(genKey, g.gen.Load())
 		// The request's id, from its entry: the access log names it on
 		// every answer, refusals included.
-		access(c).RequestID = "req_" + randomID()
+		access(c).RequestID = "req_" + ids.New()
 		return next(c)
 	}
 }

@@ -1,10 +1,10 @@
 package tenancy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strings"
+
+	"github.com/iopgw/iop/internal/ids"
 )
 
 // KeyConfig is one client key, stored as a hash.
@@ -25,6 +25,5 @@ func (k KeyConfig) allows(model string) bool {
 // HashToken is the hex SHA-256 of a token, as the configuration stores
 // client keys (and node and admin tokens).
 func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
+	return ids.Hash(token)
 }
