@@ -47,7 +47,7 @@ FUZZ_TARGETS := \
 	codec/eventstream:FuzzObserver \
 	nodeagent/providers/openai:FuzzReadStream \
 	nodeagent/providers/ollama:FuzzReadNDJSON \
-	gateway:FuzzNodeMessages \
+	gateway/fleet:FuzzNodeMessages \
 	nodeagent:FuzzAttemptDown \
 	streamgate:FuzzAttemptLifecycle \
 	nodeagent:FuzzStallObservationRedaction \
@@ -55,7 +55,7 @@ FUZZ_TARGETS := \
 	streamgate:FuzzRecoveryObservationRedaction \
 	execution:FuzzStallTimeout
 # The per-change subset make test runs (4 × 30 s).
-FUZZ_PR := nodeagent/providers/openai:FuzzReadStream gateway:FuzzNodeMessages streamgate:FuzzAttemptLifecycle codec/eventstream:FuzzObserver
+FUZZ_PR := nodeagent/providers/openai:FuzzReadStream gateway/fleet:FuzzNodeMessages streamgate:FuzzAttemptLifecycle codec/eventstream:FuzzObserver
 FUZZTIME ?= 10m
 
 define run-fuzz

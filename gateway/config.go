@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/fleet"
 	"net"
 	"strings"
 	"time"
@@ -29,14 +30,14 @@ type Config struct {
 	// EdgeID names this edge to nodes (logs only). Default: the hostname.
 	EdgeID string `koanf:"edge_id"`
 
-	TLS     TLSConfig        `koanf:"tls"`      // public HTTPS (optional)
-	NodeTLS NodeTLSConfig    `koanf:"node_tls"` // node link TLS (optional)
-	Nodes   []NodeConfig     `koanf:"nodes"`    // nodes allowed to connect
-	Auth    AuthConfig       `koanf:"auth"`
-	Admin   AdminConfig      `koanf:"admin"`
-	Limits  LimitsConfig     `koanf:"limits"`
-	Queue   pool.QueueConfig `koanf:"queue"`
-	Retry   RetryConfig      `koanf:"retry"`
+	TLS     TLSConfig          `koanf:"tls"`      // public HTTPS (optional)
+	NodeTLS NodeTLSConfig      `koanf:"node_tls"` // node link TLS (optional)
+	Nodes   []fleet.NodeConfig `koanf:"nodes"`    // nodes allowed to connect
+	Auth    AuthConfig         `koanf:"auth"`
+	Admin   AdminConfig        `koanf:"admin"`
+	Limits  LimitsConfig       `koanf:"limits"`
+	Queue   pool.QueueConfig   `koanf:"queue"`
+	Retry   RetryConfig        `koanf:"retry"`
 	// Reload: SIGHUP always re-reads the file; with watch, a change of its
 	// content does too (polled every interval, default 2s).
 	Reload ReloadConfig `koanf:"reload"`
@@ -56,9 +57,9 @@ type Config struct {
 	Log        LogConfig             `koanf:"log"`
 	// NodeLimits bound what a node may claim: everything a node sends is
 	// untrusted input.
-	NodeLimits NodeLimitsConfig `koanf:"node_limits"`
+	NodeLimits fleet.NodeLimitsConfig `koanf:"node_limits"`
 	// NodeLink times the node link: dispatches and heartbeats.
-	NodeLink NodeLinkConfig `koanf:"node_link"`
+	NodeLink fleet.NodeLinkConfig `koanf:"node_link"`
 	// DrainTimeout bounds graceful shutdown: streams get this long to
 	// finish before they receive a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
@@ -78,19 +79,6 @@ type NodeTLSConfig struct {
 	// a certificate's identity (CN or a DNS SAN) must equal the node_id
 	// the node claims.
 	ClientCAFile string `koanf:"client_ca_file"`
-}
-
-// NodeConfig authorizes one node.
-type NodeConfig struct {
-	ID string `koanf:"id"`
-	// TokenSHA256 is the hex SHA-256 of the node's token (preferred).
-	TokenSHA256 string `koanf:"token_sha256"`
-	// Token is the node's token in clear (development only).
-	Token string `koanf:"token"`
-	// Providers and Models are the node's grant: what it may advertise.
-	// Empty means anything.
-	Providers []string `koanf:"providers"`
-	Models    []string `koanf:"models"`
 }
 
 // AuthConfig configures client API keys.
@@ -151,57 +139,6 @@ type LimitsConfig struct {
 	BodyReadTimeout   time.Duration `koanf:"body_read_timeout"`   // default 30s
 	IdleTimeout       time.Duration `koanf:"idle_timeout"`        // default 120s
 	WriteTimeout      time.Duration `koanf:"write_timeout"`       // per write, default 60s
-}
-
-// NodeLinkConfig times the node link.
-type NodeLinkConfig struct {
-	// OpenTimeout bounds how long a node has to open the attempt stream of
-	// a dispatch; past it the dispatch is a pre-commit failure (the request
-	// moves to another provider) and the node is suspect — it takes no new
-	// work until it answers again. Default 2s.
-	OpenTimeout time.Duration `koanf:"open_timeout"`
-	// HeartbeatInterval is how often the edge pings each node session;
-	// HeartbeatTimeout is how long a node may leave pings unanswered before
-	// the edge drops its session (its streams end with a typed terminal, or
-	// a replay before commit). Defaults 1s and 3s: a frozen node is out of
-	// service within about 4 s, not the transport keepalive's 15 s.
-	HeartbeatInterval time.Duration `koanf:"heartbeat_interval"`
-	HeartbeatTimeout  time.Duration `koanf:"heartbeat_timeout"`
-	// StartupGrace is how long after start an edge answers a model no
-	// connected node serves with 503 model_unavailable and Retry-After
-	// (nodes are still connecting) rather than 404. Configured and granted
-	// models (models[], nodes[].models) always get 503. Default 20s (nodes
-	// reconnect within about 19 s of an edge restart).
-	StartupGrace time.Duration `koanf:"startup_grace"`
-	// ParkedAttempts is how many attempt streams each node connection may
-	// keep open ahead of work: a dispatch goes straight onto one (no
-	// Dispatch message, no stream setup on the request path). Each costs
-	// an idle HTTP/2 stream and a goroutine on both ends. Zero turns
-	// parking off. Default 16, at most 1024.
-	ParkedAttempts int `koanf:"parked_attempts"`
-}
-
-// NodeLimitsConfig bounds what a node's advertisement may claim.
-type NodeLimitsConfig struct {
-	// MaxStallTimeout caps a provider's advertised stall timeout (the
-	// edge's silent-node backstop derives from it). Default 30m.
-	MaxStallTimeout time.Duration `koanf:"max_stall_timeout"`
-	// MaxCapacity caps a provider's advertised concurrent attempts; an
-	// advertised 0 or less counts as 1, more is cut to the cap (logged,
-	// and shown as advertised_capacity in /admin/providers). Default
-	// 16384.
-	MaxCapacity int `koanf:"max_capacity"`
-	// MaxProviders and MaxModels bound an advertisement (providers per
-	// node, models per provider); a larger one is refused. Defaults 256
-	// and 1024. Names (ids, models, adapter, target) are at most 256 bytes.
-	MaxProviders int `koanf:"max_providers"`
-	MaxModels    int `koanf:"max_models"`
-	// MaxConnsPerSource and MaxConns bound connections on the node port
-	// (per source IP, and in all), checked before a byte is read; more are
-	// closed at once so idle connections cannot exhaust descriptors.
-	// Defaults 64 and 4096.
-	MaxConnsPerSource int `koanf:"max_conns_per_source"`
-	MaxConns          int `koanf:"max_conns"`
 }
 
 // ReloadConfig is when the configuration file is re-read.
@@ -265,15 +202,13 @@ func DefaultConfig() Config {
 		Auth: AuthConfig{FailuresPerMinute: 20},
 		Limits: LimitsConfig{MaxBodyBytes: 16 << 20, MaxHeaderBytes: 64 << 10, MaxDepth: 64, MaxMessages: 4096,
 			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, WriteTimeout: 60 * time.Second},
-		Queue:      pool.QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
-		StreamGate: StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
-		Overlay:    pool.OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
-		Log:        LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
-		NodeLimits: NodeLimitsConfig{MaxStallTimeout: 30 * time.Minute, MaxCapacity: 16384, MaxProviders: 256, MaxModels: 1024,
-			MaxConnsPerSource: 64, MaxConns: 4096},
-		NodeLink: NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 16,
-			StartupGrace: 20 * time.Second},
-		DrainTimeout: 30 * time.Second,
+		Queue:        pool.QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
+		StreamGate:   StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
+		Overlay:      pool.OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
+		Log:          LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
+		NodeLimits:   fleet.DefaultNodeLimits(),
+		NodeLink:     fleet.DefaultNodeLink(),
+		DrainTimeout: fleet.DefaultDrainTimeout,
 	}
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"github.com/iopgw/iop/gateway/fleet"
 	"os"
 	"slices"
 	"strings"
@@ -88,7 +89,7 @@ func (c *Config) fallbackCycle(model string, path []string) []string {
 }
 
 // node returns the node config with id, or nil.
-func (c *Config) node(id string) *NodeConfig {
+func (c *Config) node(id string) *fleet.NodeConfig {
 	for i := range c.Nodes {
 		if c.Nodes[i].ID == id {
 			return &c.Nodes[i]

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"github.com/iopgw/iop/gateway/fleet"
 	"net"
 	"os"
 	"strings"
@@ -61,8 +62,8 @@ func (c *Config) checkNodes(bad badFunc) {
 	if nl := c.NodeLink; nl.OpenTimeout <= 0 || nl.HeartbeatInterval <= 0 || nl.HeartbeatTimeout < nl.HeartbeatInterval {
 		bad("node_link", "open_timeout and heartbeat_interval must be positive, heartbeat_timeout at least heartbeat_interval")
 	}
-	if p := c.NodeLink.ParkedAttempts; p < 0 || p > maxParkedAttempts {
-		bad("node_link.parked_attempts", fmt.Sprintf("must be 0 to %d", maxParkedAttempts))
+	if p := c.NodeLink.ParkedAttempts; p < 0 || p > fleet.MaxParkedAttempts {
+		bad("node_link.parked_attempts", fmt.Sprintf("must be 0 to %d", fleet.MaxParkedAttempts))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/fleet"
 	"io"
 	"strings"
 	"sync"
@@ -25,7 +26,7 @@ import (
 // dispatcher implements streamgate.Dispatcher over the pool and the hub.
 type dispatcher struct {
 	pool   *pool.Pool
-	hub    *Hub
+	hub    *fleet.Hub
 	tracer trace.Tracer
 	cfg    *Config // the generation's: its aliases and queues for every request under it
 }
@@ -53,7 +54,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		return nil, fmt.Errorf("%w: %w", streamgate.ErrDispatchFailed, err)
 	}
 	actx, cancel := context.WithCancel(ctx)
-	ac, err := d.hub.open(actx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
+	ac, err := d.hub.Open(actx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
 	if err != nil {
 		cancel()
 		l.Release()
@@ -62,7 +63,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		d.hub.metrics.dispatchFails.Inc()
+		d.hub.NoteDispatchFailure()
 		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
 	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, cancel: cancel, span: span}, nil
@@ -168,7 +169,7 @@ func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.Attemp
 type edgeAttempt struct {
 	pool   *pool.Pool
 	lease  *pool.Lease
-	conn   *attemptConn
+	conn   *fleet.AttemptConn
 	kind   streamgate.Kind
 	native bool // the work went in its Native form (Ollama's own API)
 	cancel context.CancelFunc
@@ -255,7 +256,7 @@ func (a *edgeAttempt) next() (ev *wire.RunEvent, f *wire.ProviderTunnelFrame, m 
 			f, a.frames[0], a.frames = a.frames[0], nil, a.frames[1:]
 			return nil, f, nil, nil
 		}
-		if m, err = a.conn.recv(); err != nil {
+		if m, err = a.conn.Recv(); err != nil {
 			return nil, nil, nil, err
 		}
 		switch msg := m.Msg.(type) {
@@ -312,11 +313,11 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 	a.terminated = true
 	a.mu.Unlock()
 	if f != nil && f.Code == execution.FailureCodeResponseStalled {
-		f = a.pool.AcceptStall(a.lease, a.conn.reception, f, a.release).Failure
+		f = a.pool.AcceptStall(a.lease, a.conn.Owner(), f, a.release).Failure
 	} else {
 		a.release()
 	}
-	a.conn.end()
+	a.conn.End()
 	return f
 }
 
@@ -375,7 +376,7 @@ func failureResult(f *execution.ExecutionFailure) pool.AttemptResult {
 // cancelled on its node (its stream ends) and its lease released.
 func (a *edgeAttempt) Close() {
 	a.closeOnce.Do(func() {
-		a.conn.end()
+		a.conn.End()
 		a.cancel()
 		a.release()
 		a.span.End()

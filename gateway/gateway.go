@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/iopgw/iop/gateway/fleet"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,7 +59,7 @@ type Gateway struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	pool    *pool.Pool
-	hub     *Hub
+	hub     *fleet.Hub
 	auth    *tenancy.Authenticator
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
@@ -123,10 +124,8 @@ func (g *Gateway) newFleet(cfg *Config) {
 	g.pool = pool.NewPool(pool.PoolConfig{Queue: g.queueConfig, Policy: g.providerPolicy, Observer: g.health, Overlay: cfg.Overlay, Outlier: cfg.Outlier,
 		Aliases: func(model string) []pool.ModelTarget { return g.config().aliasTargets(model) }, Registerer: g.reg})
 	g.metrics = newEdgeMetrics(g.reg)
-	g.hub = NewHub(cfg.Nodes, g.pool, g.log, g.metrics, cfg.EdgeID, cfg.NodeTLS.ClientCAFile != "")
-	g.hub.onConnect = g.probeOnConnect
-	g.hub.drainTimeout.Store(int64(cfg.DrainTimeout))
-	g.hub.limits, g.hub.link = cfg.NodeLimits, cfg.NodeLink
+	g.hub = fleet.NewHub(fleet.HubConfig{Nodes: cfg.Nodes, Pool: g.pool, Log: g.log, Registerer: g.reg, EdgeID: cfg.EdgeID, MTLS: cfg.NodeTLS.ClientCAFile != "",
+		Limits: &cfg.NodeLimits, Link: &cfg.NodeLink, DrainTimeout: cfg.DrainTimeout, OnConnect: g.probeOnConnect})
 }
 
 // newRuntime builds tracing and the request runtime's configuration.
@@ -258,7 +257,7 @@ func (g *Gateway) Pool() *pool.Pool { return g.pool }
 func (g *Gateway) Gatherer() prometheus.Gatherer { return g.reg }
 
 // Hub returns the node link hub.
-func (g *Gateway) Hub() *Hub { return g.hub }
+func (g *Gateway) Hub() *fleet.Hub { return g.hub }
 
 func (g *Gateway) listen(name, addr string, ln net.Listener) (net.Listener, error) {
 	if ln == nil {
@@ -282,7 +281,7 @@ func (g *Gateway) Listen() (httpLn, nodeLn, adminLn net.Listener, err error) {
 		httpLn.Close()
 		return
 	}
-	nodeLn = limitConns(nodeLn, g.config().NodeLimits.MaxConnsPerSource, g.config().NodeLimits.MaxConns, g.log)
+	nodeLn = fleet.LimitConns(nodeLn, g.config().NodeLimits.MaxConnsPerSource, g.config().NodeLimits.MaxConns, g.log)
 	if g.config().AdminListen != "" || g.opts.AdminListener != nil {
 		if adminLn, err = g.listen("admin", g.config().AdminListen, g.opts.AdminListener); err != nil {
 			httpLn.Close()
@@ -418,7 +417,7 @@ func (g *Gateway) shutdown() {
 	g.ready = false
 	httpSrv, adminSrv, grpcSrv := g.httpSrv, g.adminSrv, g.grpcSrv
 	g.mu.Unlock()
-	g.hub.drain()
+	g.hub.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), g.config().DrainTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(ctx); err != nil {
@@ -439,5 +438,5 @@ func (g *Gateway) shutdown() {
 	// node sessions now (GracefulStop would wait on them, which never end
 	// by themselves) and wait for their readers.
 	grpcSrv.Stop()
-	g.hub.wait()
+	g.hub.Wait()
 }

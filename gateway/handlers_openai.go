@@ -177,7 +177,7 @@ func withModel(body []byte, model string) ([]byte, error) {
 // starting reports whether the edge is still waiting for its nodes: within
 // StartupGrace of start, until every configured node has connected once.
 func (g *Gateway) starting() bool {
-	return time.Since(g.started) < g.config().NodeLink.StartupGrace && !g.hub.allSeen()
+	return time.Since(g.started) < g.config().NodeLink.StartupGrace && !g.hub.AllSeen()
 }
 
 // knownModel answers a model no connected provider (nor a fallback's)

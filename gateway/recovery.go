@@ -35,8 +35,9 @@ func (g *Gateway) runRecoveryProbes(ctx context.Context) {
 
 func (g *Gateway) probe(ctx context.Context, pt pool.ProbeTarget) {
 	owner := pool.Reception{NodeID: pt.Key.NodeID, ConnectionGeneration: pt.Key.Generation}
-	res, err := g.hub.command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
+	res, err := g.hub.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 		ProviderId: pt.Key.ProviderID, AdapterKey: pt.InstanceKey, Target: pt.Target})
+
 	if err != nil {
 		g.log.Debug("recovery probe failed", "error", err.Error())
 		return
@@ -52,8 +53,9 @@ func (g *Gateway) probe(ctx context.Context, pt pool.ProbeTarget) {
 func (g *Gateway) probeOnConnect(life context.Context, owner pool.Reception, ads []*wire.ProviderAdvertisement) {
 	for _, ad := range ads {
 		ctx, cancel := context.WithTimeout(life, 10*time.Second)
-		res, err := g.hub.command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
+		res, err := g.hub.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 			ProviderId: ad.GetProviderId(), AdapterKey: ad.GetInstanceKey(), Target: ad.GetTarget()})
+
 		cancel()
 		status := string(execution.HealthUnknown)
 		if err == nil {

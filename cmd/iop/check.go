@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -78,7 +79,7 @@ func checkConfig(kind, path string) error {
 		if err := konfig.Load(path, &cfg); err != nil {
 			return err
 		}
-		cfg.Gateway.Nodes = []gateway.NodeConfig{{ID: cfg.Node.NodeID, Token: "check"}}
+		cfg.Gateway.Nodes = []fleet.NodeConfig{{ID: cfg.Node.NodeID, Token: "check"}}
 		cfg.Node.Token, cfg.Node.Edges = "check", []nodeagent.EdgeConfig{{Address: "127.0.0.1:1"}}
 		if len(cfg.Node.Providers) == 0 {
 			cfg.Node.Providers = defaultDevProviders()

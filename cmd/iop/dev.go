@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -78,7 +79,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error {
 	token := randomToken()
-	cfg.Gateway.Nodes = []gateway.NodeConfig{{ID: cfg.Node.NodeID, Token: token}}
+	cfg.Gateway.Nodes = []fleet.NodeConfig{{ID: cfg.Node.NodeID, Token: token}}
 	cfg.Node.Token = token
 	if len(cfg.Node.Providers) == 0 {
 		cfg.Node.Providers = defaultDevProviders()

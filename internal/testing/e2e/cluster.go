@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
@@ -112,7 +113,7 @@ func Start(t testing.TB, opts Options, build func(c *Cluster) []NodeSpec) *Clust
 	cfg.Listen, cfg.NodeListen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DrainTimeout = 2 * time.Second
 	for _, s := range specs {
-		cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: s.ID, Token: "token-" + s.ID})
+		cfg.Nodes = append(cfg.Nodes, fleet.NodeConfig{ID: s.ID, Token: "token-" + s.ID})
 	}
 	if opts.Gateway != nil {
 		opts.Gateway(&cfg)

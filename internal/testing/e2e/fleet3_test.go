@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/nodeagent"
 )
 
-// fleet is 3 edges and 3 nodes on loopback TCP, every node dialing every
+// threeFleet is 3 edges and 3 nodes on loopback TCP, every node dialing every
 // edge, with freezable node links.
-type fleet struct {
+type threeFleet struct {
 	edges []*fleetEdge
 	nodes []*fleetNode
 }
@@ -56,7 +57,7 @@ func (n *fleetNode) thaw() {
 
 // startEdge starts edge i of the fleet on its node address (reused on a
 // restart, so nodes find it again).
-func (f *fleet) startEdge(t *testing.T, e *fleetEdge) {
+func (f *threeFleet) startEdge(t *testing.T, e *fleetEdge) {
 	t.Helper()
 	g, err := gateway.New(e.cfg, gateway.Options{})
 	if err != nil {
@@ -74,20 +75,20 @@ func (f *fleet) startEdge(t *testing.T, e *fleetEdge) {
 	go func() { e.done <- g.Serve(ctx, httpLn, nodeLn, nil) }()
 }
 
-func (f *fleet) stopEdge(e *fleetEdge) {
+func (f *threeFleet) stopEdge(e *fleetEdge) {
 	e.stopped.Store(true)
 	e.stop()
 	<-e.done
 }
 
-func startFleet(t *testing.T) *fleet {
-	f := &fleet{}
+func startFleet(t *testing.T) *threeFleet {
+	f := &threeFleet{}
 	for range 3 {
 		cfg := gateway.DefaultConfig()
 		cfg.Listen, cfg.NodeListen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", ""
 		cfg.DrainTimeout = 5 * time.Second
 		for i := range 3 {
-			cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: fmt.Sprintf("node-%d", i), Token: fmt.Sprintf("token-%d", i)})
+			cfg.Nodes = append(cfg.Nodes, fleet.NodeConfig{ID: fmt.Sprintf("node-%d", i), Token: fmt.Sprintf("token-%d", i)})
 		}
 		e := &fleetEdge{cfg: cfg}
 		f.startEdge(t, e)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -138,7 +139,7 @@ func TestNodeDrain(t *testing.T) {
 // 503 model_unavailable with Retry-After — which SDKs retry — never 404.
 func TestEdgeStartupAnswers503(t *testing.T) {
 	c := Start(t, Options{Gateway: func(cfg *gateway.Config) {
-		cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: "late", Token: "token-late"})
+		cfg.Nodes = append(cfg.Nodes, fleet.NodeConfig{ID: "late", Token: "token-late"})
 		cfg.Models = append(cfg.Models, gateway.ModelConfig{Name: "configured"})
 	}}, nil)
 	for _, m := range []string{"iop-sim", "configured"} {

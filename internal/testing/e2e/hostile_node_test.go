@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/internal/testing/rogue"
 	"github.com/iopgw/iop/nodeagent"
 	"github.com/iopgw/iop/wire"
@@ -69,7 +70,7 @@ func legitLatency(t *testing.T, c *Cluster, attack func()) time.Duration {
 func hostileCluster(t *testing.T) *Cluster {
 	legit := NodeSpec{ID: "legit", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}
 	return Start(t, Options{Nodes: []NodeSpec{legit}, Gateway: func(cfg *gateway.Config) {
-		cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: "rogue", Token: "token-rogue"})
+		cfg.Nodes = append(cfg.Nodes, fleet.NodeConfig{ID: "rogue", Token: "token-rogue"})
 		cfg.StreamGate.HoldMaxDelay = 20 * time.Millisecond // held output is released from a timer goroutine
 		cfg.NodeLimits.MaxStallTimeout = 2 * time.Second
 		cfg.StreamGate.BackstopMargin = time.Second

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -90,7 +91,7 @@ func TestNodeMTLS(t *testing.T) {
 	c := Start(t, Options{TCPNodeLink: true, Gateway: func(g *gateway.Config) {
 		g.NodeTLS = gateway.NodeTLSConfig{CertFile: edgeCert, KeyFile: edgeKey, ClientCAFile: ca.file}
 		for _, id := range []string{"node-b", "node-c", "node-d", "node-e"} {
-			g.Nodes = append(g.Nodes, gateway.NodeConfig{ID: id, Token: "token-" + id})
+			g.Nodes = append(g.Nodes, fleet.NodeConfig{ID: id, Token: "token-" + id})
 		}
 	}}, func(c *Cluster) []NodeSpec {
 		return []NodeSpec{{ID: "node-a", Providers: sim, Configure: tlsTo(ca.file, aCert, aKey)}}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -33,7 +34,7 @@ func TestMultiEdgeScaleOut(t *testing.T) {
 		cfg.Listen, cfg.NodeListen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", ""
 		cfg.DrainTimeout = 200 * time.Millisecond
 		for i := range 3 {
-			cfg.Nodes = append(cfg.Nodes, gateway.NodeConfig{ID: fmt.Sprintf("node-%d", i), Token: fmt.Sprintf("token-%d", i)})
+			cfg.Nodes = append(cfg.Nodes, fleet.NodeConfig{ID: fmt.Sprintf("node-%d", i), Token: fmt.Sprintf("token-%d", i)})
 		}
 		g, err := gateway.New(cfg, gateway.Options{})
 		if err != nil {

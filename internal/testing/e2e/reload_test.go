@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/nodeagent"
@@ -127,7 +128,7 @@ func TestRemovedNodeRetiresByItsDrainTimeout(t *testing.T) {
 			done := make(chan sseResult, 1)
 			go func() { done <- streamChat(t, c.URL, "iop-sim") }()
 			wait.Until(t, func() bool { return c.Gateway.Pool().InUse() == 1 })
-			cfg.Nodes = []gateway.NodeConfig{{ID: "stays", Token: "token-stays"}}
+			cfg.Nodes = []fleet.NodeConfig{{ID: "stays", Token: "token-stays"}}
 			cfg.Providers = nil
 			reloaded := time.Now()
 			if err := c.Gateway.Reload(cfg); err != nil {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/nodeagent"
 	"github.com/iopgw/iop/wire"
 )
@@ -59,7 +60,7 @@ func slowNodeCluster(t *testing.T) (*Cluster, *toxiproxy.Proxy) {
 	t.Helper()
 	var p *toxiproxy.Proxy
 	c := Start(t, Options{TCPNodeLink: true, Gateway: func(g *gateway.Config) {
-		g.Nodes = append(g.Nodes, gateway.NodeConfig{ID: "node-a", Token: "token-node-a"})
+		g.Nodes = append(g.Nodes, fleet.NodeConfig{ID: "node-a", Token: "token-node-a"})
 	}}, nil)
 	p = toxicLink(t, c)
 	slow := Sim("slow", nodeagent.SimConfig{TokenLatency: 100 * time.Millisecond, MaxTokens: 200})

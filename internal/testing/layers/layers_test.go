@@ -29,7 +29,8 @@ var allowed = map[string][]string{
 	"openapi":              {},
 	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "nodeagent"},
 	"streamgate":           {"execution", "codec", "internal/httphdr", "internal/syncx"},
-	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy", "gateway/pool", "internal/ids", "internal/slogx"},
+	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy", "gateway/pool", "gateway/fleet", "internal/ids", "internal/slogx"},
+	"gateway/fleet":        {"execution", "wire", "gateway/pool", "internal/ids", "internal/slogx", "internal/syncx"},
 	"gateway/pool":         {"execution", "wire", "streamgate"},
 	"gateway/tenancy":      {"execution", "codec", "internal/ids"},
 	"cmd":                  {"gateway", "nodeagent", "internal/konfig"},
@@ -108,6 +109,9 @@ func TestRulesHold(t *testing.T) {
 		{"gateway/pool", "gateway", false},
 		{"gateway/pool", "gateway/tenancy", false},
 		{"gateway", "gateway/pool", true},
+		{"gateway/fleet", "gateway", false},
+		{"gateway/fleet", "gateway/pool", true},
+		{"gateway/pool", "gateway/fleet", false},
 	} {
 		if got := permits(allowed[layerOf(tc.pkg)], tc.imp); got != tc.ok {
 			t.Errorf("%s importing %s: allowed=%v, want %v", tc.pkg, tc.imp, got, tc.ok)

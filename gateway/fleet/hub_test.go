@@ -1,16 +1,15 @@
-package gateway
+package fleet
 
 import (
 	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/internal/testing/wait"
 
 	"context"
-	"log/slog"
 	"net"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,15 +24,15 @@ import (
 type hubEnv struct {
 	hub  *Hub
 	pool *pool.Pool
-	m    *edgeMetrics
+	m    *hubMetrics
 	lis  *bufconn.Listener
 }
 
 func startHub(t *testing.T, nodes ...NodeConfig) *hubEnv {
 	t.Helper()
 	pool := pool.NewPool(pool.PoolConfig{})
-	m := newEdgeMetrics(prometheus.NewRegistry())
-	h := NewHub(nodes, pool, slog.New(slog.DiscardHandler), m, "edge-test", false)
+	h := NewHub(HubConfig{Nodes: nodes, Pool: pool, EdgeID: "edge-test"})
+	m := h.metrics
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(h.ServerOptions(nil)...)
 	wire.RegisterNodeLinkServer(srv, h)
@@ -88,7 +87,7 @@ func session(t *testing.T, ctx context.Context, c wire.NodeLinkClient, token, no
 }
 
 func TestHubAuthentication(t *testing.T) {
-	e := startHub(t, NodeConfig{ID: "n1", TokenSHA256: HashToken("secret-1"), Models: []string{"m"}}, NodeConfig{ID: "n2", Token: "secret-2"})
+	e := startHub(t, NodeConfig{ID: "n1", TokenSHA256: ids.Hash("secret-1"), Models: []string{"m"}}, NodeConfig{ID: "n2", Token: "secret-2"})
 	c := e.client(t)
 	ctx := context.Background()
 	if _, _, err := session(t, ctx, c, "wrong", "n1"); status.Code(err) != codes.Unauthenticated {
@@ -136,8 +135,9 @@ func TestReconnectRace(t *testing.T) {
 	}
 	opened := make(chan error, 1)
 	go func() {
-		_, err := e.hub.open(context.Background(), pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration},
+		_, err := e.hub.Open(context.Background(), pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration},
 			&wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: "transport_status"}}})
+
 		opened <- err
 	}()
 	m, err := st2.Recv()
@@ -203,11 +203,11 @@ func TestLateAdvertisementNeverWipesANewerConnection(t *testing.T) {
 func TestAbandonedAttemptIsEnded(t *testing.T) {
 	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
 	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: 7}
-	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
+	pd := &pendingDispatch{owner: owner, ch: make(chan *AttemptConn, 1)}
 	e.hub.mu.Lock()
 	e.hub.pending["d1"], e.hub.opening["n1"] = pd, 1
 	e.hub.mu.Unlock()
-	a := &attemptConn{reception: owner, done: syncx.NewEvent()}
+	a := &AttemptConn{reception: owner, done: syncx.NewEvent()}
 	if err := e.hub.deliver("d1", a); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestAbandonedAttemptIsEnded(t *testing.T) {
 	default:
 		t.Fatal("the abandoned attempt stream was not ended")
 	}
-	if err := e.hub.deliver("d1", &attemptConn{reception: owner, done: syncx.NewEvent()}); status.Code(err) != codes.NotFound {
+	if err := e.hub.deliver("d1", &AttemptConn{reception: owner, done: syncx.NewEvent()}); status.Code(err) != codes.NotFound {
 		t.Fatalf("delivery after abandon: %v", err)
 	}
 	if e.hub.opening["n1"] != 0 {

@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"log/slog"
@@ -25,7 +25,7 @@ type connLimiter struct {
 	bySrc map[string]int
 }
 
-func limitConns(ln net.Listener, perSource, total int, log *slog.Logger) net.Listener {
+func LimitConns(ln net.Listener, perSource, total int, log *slog.Logger) net.Listener {
 	return &connLimiter{Listener: ln, perSource: perSource, total: total, bySrc: map[string]int{},
 		log: slogx.NewSampled(log, time.Second)}
 }

@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"time"
@@ -10,7 +10,7 @@ import (
 )
 
 // maxParkedAttempts bounds node_link.parked_attempts.
-const maxParkedAttempts = 1024
+const MaxParkedAttempts = 1024
 
 // Parked attempt streams: a node opens up to the Welcome's
 // parked_attempts streams ahead of work on a connection; a dispatch to
@@ -21,7 +21,7 @@ const maxParkedAttempts = 1024
 // generation never carries work.
 
 // park adds a to c's parked streams; false when c has ended or is full.
-func (c *nodeConn) park(a *attemptConn) bool {
+func (c *nodeConn) park(a *AttemptConn) bool {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	if c.done.HasFired() || len(c.parked) >= c.parkLimit {
@@ -33,7 +33,7 @@ func (c *nodeConn) park(a *attemptConn) bool {
 
 // takeParked removes the most recently parked stream that is still open
 // and tracks it as an attempt; nil when none is.
-func (c *nodeConn) takeParked() *attemptConn {
+func (c *nodeConn) takeParked() *AttemptConn {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	for len(c.parked) > 0 && !c.done.HasFired() {
@@ -50,7 +50,7 @@ func (c *nodeConn) takeParked() *attemptConn {
 }
 
 // unpark forgets a if it is still parked (its stream ended unused).
-func (c *nodeConn) unpark(a *attemptConn) {
+func (c *nodeConn) unpark(a *AttemptConn) {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	for i, p := range c.parked {
@@ -73,14 +73,14 @@ func (c *nodeConn) endParked() {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	for _, a := range c.parked {
-		a.end()
+		a.End()
 	}
 	c.parked = nil
 }
 
 // parkAttempt parks a on the connection its reception names, which must
 // be the node's current one.
-func (h *Hub) parkAttempt(a *attemptConn) error {
+func (h *Hub) parkAttempt(a *AttemptConn) error {
 	h.mu.Lock()
 	c := h.conns[a.reception.NodeID]
 	h.mu.Unlock()
@@ -102,7 +102,7 @@ func (h *Hub) parkAttempt(a *attemptConn) error {
 // commit, so the request moves to another provider. A node answering
 // heartbeats is alive; its upstream is merely slow (the stall watchdog's
 // business).
-func (h *Hub) watchTakeUp(c *nodeConn, a *attemptConn) {
+func (h *Hub) watchTakeUp(c *nodeConn, a *AttemptConn) {
 	sent := time.Now().UnixNano()
 	// At least two heartbeat intervals, so a live node has answered one.
 	a.takeUp = time.AfterFunc(max(h.link.OpenTimeout, 2*h.link.HeartbeatInterval), func() {
@@ -114,6 +114,6 @@ func (h *Hub) watchTakeUp(c *nodeConn, a *attemptConn) {
 		h.metrics.dispatchFails.Inc()
 		h.log.Warn("node did not take up work sent on a parked stream in time; it takes no new work until it answers",
 			"node_id", c.nodeID, "connection_generation", c.gen)
-		a.end()
+		a.End()
 	})
 }

@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestNodePortConnectionLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	lim := limitConns(ln, 2, 100, slog.New(slog.NewTextHandler(&log, nil)))
+	lim := LimitConns(ln, 2, 100, slog.New(slog.NewTextHandler(&log, nil)))
 	defer lim.Close()
 	accepted := make(chan net.Conn, 8)
 	go func() {

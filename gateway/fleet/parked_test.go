@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"context"
@@ -122,11 +122,11 @@ func TestParkedStreamsFollowTheirGeneration(t *testing.T) {
 	}
 
 	down := &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r1"}}}
-	ac, err := e.hub.open(ctx, pool.Reception{NodeID: "n1", ConnectionGeneration: w2.GetConnectionGeneration()}, down)
+	ac, err := e.hub.Open(ctx, pool.Reception{NodeID: "n1", ConnectionGeneration: w2.GetConnectionGeneration()}, down)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ac.end()
+	defer ac.End()
 	work := make(chan *wire.AttemptDown, 2)
 	for _, st := range parked {
 		go func() {
@@ -171,13 +171,14 @@ func TestParkedWorkNotTakenUp(t *testing.T) {
 		if frozen {
 			close(pongs)
 		}
-		ac, err := e.hub.open(ctx, pool.Reception{NodeID: "n1", ConnectionGeneration: w.GetConnectionGeneration()},
+		ac, err := e.hub.Open(ctx, pool.Reception{NodeID: "n1", ConnectionGeneration: w.GetConnectionGeneration()},
 			&wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r1"}}})
+
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan error, 1)
-		go func() { _, err := ac.recv(); got <- err }()
+		go func() { _, err := ac.Recv(); got <- err }()
 		select {
 		case err := <-got:
 			if !frozen || !errors.Is(err, errNotTakenUp) {
@@ -191,7 +192,7 @@ func TestParkedWorkNotTakenUp(t *testing.T) {
 			if frozen {
 				t.Fatal("work on a frozen node's parked stream never ended")
 			}
-			ac.end()
+			ac.End()
 		}
 	}
 }

@@ -1,14 +1,12 @@
-package gateway
+package fleet
 
 import (
 	"context"
 	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/iopgw/iop/gateway/pool"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -79,8 +77,8 @@ func FuzzNodeMessages(f *testing.F) {
 	seed(hello("n2"), &wire.AttemptUp{})
 
 	pool := pool.NewPool(pool.PoolConfig{})
-	m := newEdgeMetrics(prometheus.NewRegistry())
-	h := NewHub([]NodeConfig{{ID: "n1", Token: "t", Providers: []string{"p"}, Models: []string{"m"}}}, pool, slog.New(slog.DiscardHandler), m, "edge-fuzz", false)
+	h := NewHub(HubConfig{Nodes: []NodeConfig{{ID: "n1", Token: "t", Providers: []string{"p"}, Models: []string{"m"}}}, Pool: pool, EdgeID: "edge-fuzz"})
+	m := h.metrics
 	ctx := context.WithValue(context.Background(), nodeIDKey{}, "n1")
 
 	f.Fuzz(func(t *testing.T, sessionMsg, attemptMsg []byte) {

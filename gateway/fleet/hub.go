@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/iopgw/iop/gateway/pool"
 
@@ -34,9 +36,6 @@ import (
 // never removes a newer one.
 type Hub struct {
 	wire.UnimplementedNodeLinkServer
-	// onConnect, if set, runs (in a goroutine the hub owns, on its life
-	// context) after a node's providers are registered: the connect
-	// probes.
 	onConnect func(context.Context, pool.Reception, []*wire.ProviderAdvertisement)
 	// life ends when the hub stops (wait); background holds the hub's own
 	// goroutines besides session readers (connect probes, retiring
@@ -50,7 +49,7 @@ type Hub struct {
 	nodes        atomic.Pointer[map[string]NodeConfig] // by node id; replaced whole by SetNodes
 	pool         *pool.Pool
 	log          *slog.Logger
-	metrics      *edgeMetrics
+	metrics      *hubMetrics
 	edgeID       string
 	mtls         bool
 	limits       NodeLimitsConfig
@@ -83,14 +82,14 @@ type nodeConn struct {
 	lastPong   atomic.Int64 // unix nanos of the last answer (or of the welcome)
 
 	attemptsMu sync.Mutex
-	attempts   map[*attemptConn]struct{} // open attempt streams, ended with the connection
+	attempts   map[*AttemptConn]struct{} // open attempt streams, ended with the connection
 	idle       chan struct{}             // signalled (capacity 1) when the last open attempt ends
-	parked     []*attemptConn            // streams opened ahead of work, ended with the connection
+	parked     []*AttemptConn            // streams opened ahead of work, ended with the connection
 	parkLimit  int                       // how many may be parked (the Welcome's parked_attempts)
 }
 
 // track adds a to c's open attempts; false when c has ended.
-func (c *nodeConn) track(a *attemptConn) bool {
+func (c *nodeConn) track(a *AttemptConn) bool {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	select {
@@ -102,7 +101,7 @@ func (c *nodeConn) track(a *attemptConn) bool {
 	return true
 }
 
-func (c *nodeConn) untrack(a *attemptConn) {
+func (c *nodeConn) untrack(a *AttemptConn) {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	delete(c.attempts, a)
@@ -128,11 +127,11 @@ func (c *nodeConn) endAttempts() {
 	c.attemptsMu.Lock()
 	defer c.attemptsMu.Unlock()
 	for a := range c.attempts {
-		a.end()
+		a.End()
 	}
 	clear(c.attempts)
 	for _, a := range c.parked {
-		a.end()
+		a.End()
 	}
 	c.parked = nil
 }
@@ -147,11 +146,11 @@ func (c *nodeConn) send(m *wire.EdgeMessage) error {
 
 type pendingDispatch struct {
 	owner pool.Reception // the connection that must open the attempt
-	ch    chan *attemptConn
+	ch    chan *AttemptConn
 }
 
 // attemptConn is the edge end of an Attempt stream.
-type attemptConn struct {
+type AttemptConn struct {
 	stream    wire.NodeLink_AttemptServer
 	reception pool.Reception
 	done      *syncx.Event // the attempt ended
@@ -165,7 +164,7 @@ type attemptConn struct {
 var errNotTakenUp = errors.New("the node did not take up the attempt in time")
 
 // recv is the next message from the node.
-func (a *attemptConn) recv() (*wire.AttemptUp, error) {
+func (a *AttemptConn) Recv() (*wire.AttemptUp, error) {
 	m, err := a.stream.Recv()
 	if a.takeUp != nil {
 		a.takeUp.Stop()
@@ -177,20 +176,64 @@ func (a *attemptConn) recv() (*wire.AttemptUp, error) {
 	return m, err
 }
 
-func (a *attemptConn) end() { a.done.Fire() }
+func (a *AttemptConn) End() { a.done.Fire() }
+
+// Owner is the connection the attempt stream was received on.
+func (a *AttemptConn) Owner() pool.Reception { return a.reception }
+
+// HubConfig configures a Hub.
+type HubConfig struct {
+	Nodes []NodeConfig
+	Pool  *pool.Pool
+	Log   *slog.Logger
+	// Registerer takes the hub's collectors (nil: a private registry).
+	Registerer prometheus.Registerer
+	// EdgeID is sent to nodes in Welcome; MTLS makes a verified client
+	// certificate name the node.
+	EdgeID string
+	MTLS   bool
+	// Limits, Link and DrainTimeout default to DefaultNodeLimits,
+	// DefaultNodeLink and DefaultDrainTimeout.
+	Limits       *NodeLimitsConfig
+	Link         *NodeLinkConfig
+	DrainTimeout time.Duration
+	// OnConnect, if set, runs (in a goroutine the hub owns, on its life
+	// context) after a node's providers are registered: the connect
+	// probes.
+	OnConnect func(context.Context, pool.Reception, []*wire.ProviderAdvertisement)
+}
 
 // NewHub returns a hub.
-func NewHub(nodes []NodeConfig, pool *pool.Pool, log *slog.Logger, metrics *edgeMetrics, edgeID string, mtls bool) *Hub {
-	h := &Hub{pool: pool, log: log, metrics: metrics, edgeID: edgeID, mtls: mtls,
-		limits: DefaultConfig().NodeLimits, link: DefaultConfig().NodeLink, audit: slogx.NewSampled(log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
+func NewHub(c HubConfig) *Hub {
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{pool: c.Pool, log: c.Log, metrics: newHubMetrics(c.Registerer), edgeID: c.EdgeID, mtls: c.MTLS, onConnect: c.OnConnect,
+		limits: DefaultNodeLimits(), link: DefaultNodeLink(), audit: slogx.NewSampled(c.Log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
+	if c.Limits != nil {
+		h.limits = *c.Limits
+	}
+	if c.Link != nil {
+		h.link = *c.Link
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
 	h.life, h.endLife = context.WithCancel(context.Background())
-	h.SetNodes(nodes, DefaultConfig().DrainTimeout)
+	h.SetNodes(c.Nodes, c.DrainTimeout)
 	// Generations start from the wall clock so a restarted edge never
 	// reissues an old one.
 	h.gen.Store(uint64(time.Now().UnixMilli()))
 	return h
 }
+
+// NoteDispatchFailure counts a dispatch a node did not open in time or
+// could not take.
+func (h *Hub) NoteDispatchFailure() { h.metrics.dispatchFails.Inc() }
 
 // ServerOptions are the gRPC options of the node listener, including the
 // authentication interceptors.
@@ -229,12 +272,12 @@ func (h *Hub) nodeForToken(token string) (string, bool) {
 	if token == "" {
 		return "", false
 	}
-	sum := HashToken(token)
+	sum := ids.Hash(token)
 	found := ""
 	for id, n := range *h.nodes.Load() {
 		want := n.TokenSHA256
 		if want == "" {
-			want = HashToken(n.Token)
+			want = ids.Hash(n.Token)
 		}
 		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(want))) == 1 {
 			found = id
@@ -308,7 +351,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		return status.Error(codes.Unavailable, "edge is shutting down")
 	}
 	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: syncx.NewEvent(), since: time.Now(), providers: len(ads),
-		heartbeats: hello.GetHeartbeats(), attempts: map[*attemptConn]struct{}{}, idle: make(chan struct{}, 1)}
+		heartbeats: hello.GetHeartbeats(), attempts: map[*AttemptConn]struct{}{}, idle: make(chan struct{}, 1)}
 	if c.heartbeats {
 		// Parked work is checked against heartbeats (watchTakeUp): a node
 		// that does not answer them parks nothing.
@@ -522,7 +565,7 @@ func (h *Hub) readvertise(c *nodeConn, ads []*wire.ProviderAdvertisement, clampe
 
 // allSeen reports whether every configured node has connected since the
 // edge started.
-func (h *Hub) allSeen() bool {
+func (h *Hub) AllSeen() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.seen) >= len(*h.nodes.Load())
@@ -530,7 +573,7 @@ func (h *Hub) allSeen() bool {
 
 // wait returns once every session reader has ended (after the gRPC server
 // stopped, every session stream has).
-func (h *Hub) wait() {
+func (h *Hub) Wait() {
 	h.mu.Lock()
 	h.stopped = true
 	h.mu.Unlock()
@@ -568,7 +611,7 @@ func (h *Hub) unregister(c *nodeConn) {
 // open dispatches work to the connection owner: onto one of its parked
 // streams when it has one, otherwise it asks that connection to open an
 // Attempt stream and sends down on it.
-func (h *Hub) open(ctx context.Context, owner pool.Reception, down *wire.AttemptDown) (*attemptConn, error) {
+func (h *Hub) Open(ctx context.Context, owner pool.Reception, down *wire.AttemptDown) (*AttemptConn, error) {
 	h.mu.Lock()
 	c := h.conns[owner.NodeID]
 	h.mu.Unlock()
@@ -582,7 +625,7 @@ func (h *Hub) open(ctx context.Context, owner pool.Reception, down *wire.Attempt
 			return a, nil
 		}
 		// The stream died unused: nothing ran; try the next one.
-		a.end()
+		a.End()
 		c.untrack(a)
 	}
 	h.metrics.attemptStreams.WithLabelValues("dispatched").Inc()
@@ -590,14 +633,14 @@ func (h *Hub) open(ctx context.Context, owner pool.Reception, down *wire.Attempt
 }
 
 // dispatch asks c to open an Attempt stream for down and sends it there.
-func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, down *wire.AttemptDown) (*attemptConn, error) {
+func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, down *wire.AttemptDown) (*AttemptConn, error) {
 	h.mu.Lock()
 	if h.conns[owner.NodeID] != c {
 		h.mu.Unlock()
 		return nil, errors.New("the node connection is gone")
 	}
 	id := ids.New()
-	pd := &pendingDispatch{owner: owner, ch: make(chan *attemptConn, 1)}
+	pd := &pendingDispatch{owner: owner, ch: make(chan *AttemptConn, 1)}
 	h.pending[id] = pd
 	h.opening[owner.NodeID]++
 	h.mu.Unlock()
@@ -610,11 +653,11 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, d
 	select {
 	case a := <-pd.ch:
 		if !c.track(a) {
-			a.end()
+			a.End()
 			return nil, errors.New("node connection closed")
 		}
 		if err := a.stream.Send(down); err != nil {
-			a.end()
+			a.End()
 			return nil, fmt.Errorf("sending work: %w", err)
 		}
 		return a, nil
@@ -649,7 +692,7 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
 	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
-	a := &attemptConn{stream: stream, reception: r, done: syncx.NewEvent()}
+	a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent()}
 	if open.GetParked() {
 		if err := h.parkAttempt(a); err != nil {
 			return err
@@ -666,7 +709,7 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 }
 
 // untrack forgets an ended attempt stream of reception r.
-func (h *Hub) untrack(r pool.Reception, a *attemptConn) {
+func (h *Hub) untrack(r pool.Reception, a *AttemptConn) {
 	h.mu.Lock()
 	c := h.conns[r.NodeID]
 	h.mu.Unlock()
@@ -689,7 +732,7 @@ func (h *Hub) abandon(id string, pd *pendingDispatch) {
 	}
 	select {
 	case a := <-pd.ch:
-		a.end()
+		a.End()
 	default:
 	}
 }
@@ -697,7 +740,7 @@ func (h *Hub) abandon(id string, pd *pendingDispatch) {
 // deliver hands a to the dispatch id waits for, under h.mu so that open's
 // cleanup (which drains what it abandons under the same lock) cannot miss
 // it.
-func (h *Hub) deliver(id string, a *attemptConn) error {
+func (h *Hub) deliver(id string, a *AttemptConn) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	pd := h.pending[id]
@@ -760,7 +803,7 @@ func (h *Hub) Nodes() []NodeInfo {
 }
 
 // drain stops accepting sessions.
-func (h *Hub) drain() {
+func (h *Hub) Drain() {
 	h.mu.Lock()
 	h.draining = true
 	conns := make([]*nodeConn, 0, len(h.conns))
@@ -775,15 +818,15 @@ func (h *Hub) drain() {
 
 // command runs one provider command on a connection and returns its
 // result (capabilities, transport_status).
-func (h *Hub) command(ctx context.Context, owner pool.Reception, cmd *wire.Command) (*wire.CommandResult, error) {
+func (h *Hub) Command(ctx context.Context, owner pool.Reception, cmd *wire.Command) (*wire.CommandResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.link.OpenTimeout+10*time.Second)
 	defer cancel()
-	a, err := h.open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: cmd}})
+	a, err := h.Open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: cmd}})
 	if err != nil {
 		return nil, err
 	}
-	defer a.end()
-	m, err := a.recv()
+	defer a.End()
+	m, err := a.Recv()
 	if err != nil {
 		return nil, err
 	}

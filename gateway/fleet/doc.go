@@ -1,0 +1,22 @@
+// Package fleet is the edge's side of the node link: the nodes that dial
+// in and the attempts carried to them. It owns
+//
+//   - the gRPC NodeLink service (Hub): node authentication by token or
+//     client certificate, connection generations, the session (hello,
+//     welcome, heartbeats, advertisements checked against the node's
+//     grant and node_limits), re-advertisement and session replacement;
+//   - attempt streams: dispatch (Open), the parked streams a node keeps
+//     open ahead of work, take-up deadlines that make a silent node
+//     suspect, provider commands (Command) such as the CAPABILITIES probe;
+//   - the node port's connection limits (LimitConns) and drain: a node
+//     removed by reload takes no new work and its session ends when its
+//     streams have, within drain_timeout (SetNodes); shutdown (Drain,
+//     Wait) stops every goroutine the hub started;
+//   - its configuration sections (NodeConfig, NodeLinkConfig,
+//     NodeLimitsConfig) and its metrics.
+//
+// It imports execution, wire and the pool (it registers each
+// connection's providers there), never the gateway: the gateway composes
+// its configuration, builds the Hub (HubConfig) and drives attempts
+// through Open.
+package fleet
