@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"

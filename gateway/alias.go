@@ -5,10 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/labstack/echo/v4"
 
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/streamgate"
 )
 

@@ -5,13 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/fleet"
 	"net"
 	"strings"
 	"time"
 
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/internal/tracing"

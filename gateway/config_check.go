@@ -2,10 +2,11 @@ package gateway
 
 import (
 	"fmt"
-	"github.com/iopgw/iop/gateway/fleet"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/iopgw/iop/gateway/fleet"
 )
 
 // checkReferences finds the mistakes that are only visible across keys:

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"fmt"
-	"github.com/iopgw/iop/gateway/fleet"
 	"net"
 	"os"
 	"strings"
 
+	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/streamgate"
 )
 

@@ -13,7 +13,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/fleet"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,13 +21,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/iopgw/iop/gateway/fleet"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/tracing"
@@ -209,7 +208,7 @@ func (g *Gateway) runtimeConfig(cfg *Config, budget *streamgate.Budget) (*stream
 		return nil, err
 	}
 	sg := streamgate.Config{
-		Dispatcher: &dispatcher{pool: g.pool, hub: g.hub, tracer: g.tracer, cfg: cfg}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
+		Dispatcher: &fleet.Dispatcher{Pool: g.pool, Hub: g.hub, Tracer: g.tracer, Aliases: cfg.aliasTargets, Queue: cfg.queueConfig}, Clock: g.opts.Clock, Log: g.log, Filter: filter, Drain: g.drain,
 		MaxAttempts: cfg.StreamGate.MaxAttempts, WriteTimeout: cfg.Limits.WriteTimeout,
 		Hold:           streamgate.HoldConfig{MaxDelay: cfg.StreamGate.HoldMaxDelay, MaxEvents: cfg.StreamGate.HoldMaxEvents},
 		Policy:         cfg.RetryPolicy, // this generation's, for every request that runs under it

@@ -14,6 +14,7 @@ import (
 	"github.com/iopgw/iop/internal/httphdr"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
+	"github.com/iopgw/iop/wire"
 )
 
 // chatCompletions serves POST /v1/chat/completions.
@@ -63,7 +64,7 @@ func (g *Gateway) responses(c echo.Context) error {
 	if terr != nil {
 		// State, server tools and the like live upstream: only a provider
 		// that serves the Responses API natively can take the request.
-		if !g.pool.Tunnels(req.Model, SurfaceResponses) {
+		if !g.pool.Tunnels(req.Model, wire.SurfaceResponses) {
 			return writeError(c, terr)
 		}
 		sreq.Need, sreq.Work.Run = streamgate.NeedTunnel, nil
@@ -123,7 +124,7 @@ func (g *Gateway) baseRequest(c echo.Context, s streamgate.Surface, model string
 		sreq.Snapshot = body
 	}
 	sreq.RebuildForModel = func(m string) (streamgate.Work, error) {
-		nb, err := withModel(body, m)
+		nb, err := openai.WithModel(body, m)
 		if err != nil {
 			return streamgate.Work{}, err
 		}
@@ -159,19 +160,6 @@ func translationRefusal(terr, neutral *openai.Error, chatBody []byte) func(adapt
 		}
 		return nil
 	}
-}
-
-// withModel returns body with its top-level "model" replaced. The body was
-// validated strictly (no duplicate keys), so the edge and the provider
-// see the same request apart from the model.
-func withModel(body []byte, model string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	mb, _ := json.Marshal(model)
-	m["model"] = mb
-	return json.Marshal(m)
 }
 
 // starting reports whether the edge is still waiting for its nodes: within
@@ -240,7 +228,7 @@ func (g *Gateway) getModel(c echo.Context) error {
 // endpoint, rather than an upstream's "Invalid URL" or a 503 that a
 // retry would not change.
 func (g *Gateway) carried(c echo.Context, model, path string) *openai.Error {
-	surface := SurfaceOfPath(path)
+	surface := wire.SurfaceOfPath(path)
 	if !g.pool.Known(model) || g.pool.Carries(model, surface) {
 		return nil
 	}

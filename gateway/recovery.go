@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/wire"
 )
 

@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
-
 	"errors"
 	"fmt"
 	"io"
@@ -15,13 +12,14 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/openapi"
-
-	"github.com/iopgw/iop/gateway/tenancy"
 )
 
 // newEcho builds the public HTTP surface.

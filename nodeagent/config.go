@@ -12,6 +12,7 @@ import (
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/internal/tracing"
+	"github.com/iopgw/iop/wire"
 )
 
 // Config is a node agent's configuration (configs/node.example.yaml).
@@ -177,13 +178,15 @@ const (
 )
 
 // surfaceNames are the surfaces a provider may declare.
-var surfaceNames = []string{"chat", "responses", "completions", "embeddings", "moderations", "images", "rerank", "ollama"}
+var surfaceNames = wire.Surfaces
 
 // defaultSurfaces are the surfaces each adapter's upstream serves natively.
 var defaultSurfaces = map[string][]string{
-	"openai": {"chat", "completions", "embeddings"},
-	"ollama": {"ollama", "completions", "embeddings"}, // /api/* natively; Ollama's /v1 for the endpoints iop does not translate
-	"sim":    {"chat", "responses", "completions", "embeddings", "moderations", "images", "rerank"},
+	"openai": {wire.SurfaceChat, wire.SurfaceCompletions, wire.SurfaceEmbeddings},
+	// /api/* natively; Ollama's /v1 for the endpoints iop does not translate
+	"ollama": {wire.SurfaceOllama, wire.SurfaceCompletions, wire.SurfaceEmbeddings},
+	"sim": {wire.SurfaceChat, wire.SurfaceResponses, wire.SurfaceCompletions, wire.SurfaceEmbeddings, wire.SurfaceModerations,
+		wire.SurfaceImages, wire.SurfaceRerank},
 }
 
 // DefaultConfig returns a Config with every default set.

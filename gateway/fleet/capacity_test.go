@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/iopgw/iop/internal/testing/logbuf"
 	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/wire"

@@ -5,14 +5,13 @@ import (
 	"io"
 	"testing"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/wire"
 )
 

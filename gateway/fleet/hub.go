@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/iopgw/iop/gateway/pool"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -23,6 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/syncx"

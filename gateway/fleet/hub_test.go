@@ -1,11 +1,6 @@
 package fleet
 
 import (
-	"github.com/iopgw/iop/gateway/pool"
-	"github.com/iopgw/iop/internal/ids"
-	"github.com/iopgw/iop/internal/syncx"
-	"github.com/iopgw/iop/internal/testing/wait"
-
 	"context"
 	"net"
 	"testing"
@@ -18,6 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/internal/ids"
+	"github.com/iopgw/iop/internal/syncx"
+	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/wire"
 )
 

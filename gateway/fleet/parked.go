@@ -3,10 +3,10 @@ package fleet
 import (
 	"time"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/iopgw/iop/gateway/pool"
 )
 
 // maxParkedAttempts bounds node_link.parked_attempts.

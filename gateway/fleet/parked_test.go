@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/wire"
 )

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ProviderPoolDispatchRequest asks the pool for a provider. The two

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"log/slog"
-
-	"github.com/iopgw/iop/internal/testing/logbuf"
-
 	"compress/gzip"
 	"encoding/hex"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/testing/logbuf"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/nodeagent"
 )

@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "nodeagent"},
 	"streamgate":           {"execution", "codec", "internal/httphdr", "internal/syncx"},
 	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy", "gateway/pool", "gateway/fleet", "internal/ids", "internal/slogx"},
-	"gateway/fleet":        {"execution", "wire", "gateway/pool", "internal/ids", "internal/slogx", "internal/syncx"},
+	"gateway/fleet":        {"execution", "codec", "wire", "streamgate", "gateway/pool", "internal/ids", "internal/slogx", "internal/syncx", "internal/tracing"},
 	"gateway/pool":         {"execution", "wire", "streamgate"},
 	"gateway/tenancy":      {"execution", "codec", "internal/ids"},
 	"cmd":                  {"gateway", "nodeagent", "internal/konfig"},

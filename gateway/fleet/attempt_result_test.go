@@ -1,11 +1,10 @@
-package gateway
+package fleet
 
 import (
 	"testing"
 
-	"github.com/iopgw/iop/gateway/pool"
-
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/gateway/pool"
 )
 
 func TestAttemptResultClassification(t *testing.T) {

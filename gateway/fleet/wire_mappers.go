@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"github.com/iopgw/iop/execution"

@@ -1,46 +1,49 @@
-package gateway
+package fleet
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/iopgw/iop/gateway/fleet"
 	"io"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/iopgw/iop/gateway/pool"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
 )
 
-// dispatcher implements streamgate.Dispatcher over the pool and the hub.
-type dispatcher struct {
-	pool   *pool.Pool
-	hub    *fleet.Hub
-	tracer trace.Tracer
-	cfg    *Config // the generation's: its aliases and queues for every request under it
+// Dispatcher implements streamgate.Dispatcher over the pool and the
+// hub: an attempt is a lease on a provider and an attempt stream to its
+// node.
+type Dispatcher struct {
+	Pool   *pool.Pool
+	Hub    *Hub
+	Tracer trace.Tracer
+	// Aliases and Queue are one configuration generation's, for every
+	// request under it (nil: the pool's own).
+	Aliases func(model string) []pool.ModelTarget
+	Queue   func(model string) pool.QueueConfig
 }
 
-var _ streamgate.Dispatcher = (*dispatcher)(nil)
+var _ streamgate.Dispatcher = (*Dispatcher)(nil)
 
 // Dispatch implements [streamgate.Dispatcher].
-func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
-	l, err := d.pool.Acquire(ctx, d.poolRequest(req))
+func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
+	l, err := d.Pool.Acquire(ctx, d.poolRequest(req))
 	if err != nil {
 		return nil, err
 	}
 	attemptID := ids.New()
-	ctx, span := d.tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	ctx, span := d.Tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("iop.provider", l.ProviderID), attribute.String("iop.node", l.NodeID),
 		attribute.String("iop.model", l.Model), attribute.String("iop.target", l.Target)))
 	down, kind, err := buildDown(l, tracedWork(ctx, req.Work), attemptID)
@@ -54,7 +57,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		return nil, fmt.Errorf("%w: %w", streamgate.ErrDispatchFailed, err)
 	}
 	actx, cancel := context.WithCancel(ctx)
-	ac, err := d.hub.Open(actx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
+	ac, err := d.Hub.Open(actx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
 	if err != nil {
 		cancel()
 		l.Release()
@@ -63,70 +66,33 @@ func (d *dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		d.hub.NoteDispatchFailure()
+		d.Hub.NoteDispatchFailure()
 		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
-	return &edgeAttempt{pool: d.pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, cancel: cancel, span: span}, nil
+	return &edgeAttempt{pool: d.Pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, cancel: cancel, span: span}, nil
 }
 
 // Candidates implements [streamgate.Dispatcher].
-func (d *dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candidates {
-	return d.pool.Candidates(d.poolRequest(req))
+func (d *Dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candidates {
+	return d.Pool.Candidates(d.poolRequest(req))
 }
 
 // poolRequest is the one conversion of a runtime dispatch request to the
 // pool's, with this generation's aliases and queue settings.
-func (d *dispatcher) poolRequest(req streamgate.DispatchRequest) pool.ProviderPoolDispatchRequest {
+func (d *Dispatcher) poolRequest(req streamgate.DispatchRequest) pool.ProviderPoolDispatchRequest {
 	r := pool.ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
 		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill}
-	if d.cfg != nil {
-		r.Aliases, r.Queue = d.cfg.aliasTargets, d.cfg.queueConfig
-	}
+	r.Aliases, r.Queue = d.Aliases, d.Queue
 	return r
-}
-
-// The client surfaces a provider may serve natively (nodes advertise
-// them; configuration names them).
-const (
-	SurfaceChat        = "chat"
-	SurfaceResponses   = "responses"
-	SurfaceCompletions = "completions"
-	SurfaceEmbeddings  = "embeddings"
-	SurfaceModerations = "moderations"
-	SurfaceImages      = "images"
-	SurfaceRerank      = "rerank"
-	SurfaceOllama      = "ollama"
-)
-
-// SurfaceOfPath names the surface of a tunnelled OpenAI request path.
-func SurfaceOfPath(path string) string {
-	path, _, _ = strings.Cut(path, "?")
-	switch path {
-	case "/v1/chat/completions":
-		return SurfaceChat
-	case "/v1/responses":
-		return SurfaceResponses
-	case "/v1/completions":
-		return SurfaceCompletions
-	case "/v1/embeddings":
-		return SurfaceEmbeddings
-	case "/v1/moderations":
-		return SurfaceModerations
-	case "/v1/images/generations":
-		return SurfaceImages
-	case "/v1/rerank":
-		return SurfaceRerank
-	}
-	return ""
 }
 
 // surfaceOf names the surface of a request's work.
 func surfaceOf(w streamgate.Work) string {
 	switch {
 	case w.Tunnel != nil:
-		return SurfaceOfPath(w.Tunnel.Path)
+		return wire.SurfaceOfPath(w.Tunnel.Path)
 	case w.Native != nil:
-		return SurfaceOllama
+		return wire.SurfaceOllama
 	}
 	return ""
 }
@@ -141,13 +107,13 @@ func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.Attemp
 		c := w.Native
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: string(execution.CommandOllamaAPI),
 			ProviderId: l.LocalProviderID, Target: l.Target, Method: c.Method, Path: c.Path, Body: c.Body, RunId: c.RunID, AttemptId: attemptID}}}, streamgate.KindFrames, nil
-	case w.Tunnel != nil && l.SupportsTunnel && (w.Run == nil || l.Tunnels(SurfaceOfPath(w.Tunnel.Path))):
+	case w.Tunnel != nil && l.SupportsTunnel && (w.Run == nil || l.Tunnels(wire.SurfaceOfPath(w.Tunnel.Path))):
 		t := w.Tunnel
 		body := t.Body
 		if l.Target != l.Model && pool.OllamaName(l.Target) != pool.OllamaName(l.Model) && len(body) > 0 {
 			// An alias: the upstream gets its own model name (every other
 			// field unchanged). Ollama's implicit ":latest" needs no rewrite.
-			if nb, err := withModel(body, l.Target); err == nil {
+			if nb, err := openai.WithModel(body, l.Target); err == nil {
 				body = nb
 			}
 		}
@@ -169,7 +135,7 @@ func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.Attemp
 type edgeAttempt struct {
 	pool   *pool.Pool
 	lease  *pool.Lease
-	conn   *fleet.AttemptConn
+	conn   *AttemptConn
 	kind   streamgate.Kind
 	native bool // the work went in its Native form (Ollama's own API)
 	cancel context.CancelFunc

@@ -1,0 +1,39 @@
+package wire
+
+import "strings"
+
+// The client surfaces a provider may serve natively: what nodes
+// advertise (ProviderAdvertisement.surfaces), what provider configs name
+// (surfaces:) and what the edge routes by.
+const (
+	SurfaceChat        = "chat"
+	SurfaceResponses   = "responses"
+	SurfaceCompletions = "completions"
+	SurfaceEmbeddings  = "embeddings"
+	SurfaceModerations = "moderations"
+	SurfaceImages      = "images"
+	SurfaceRerank      = "rerank"
+	SurfaceOllama      = "ollama"
+)
+
+// Surfaces are every surface, in the order configs list them.
+var Surfaces = []string{SurfaceChat, SurfaceResponses, SurfaceCompletions, SurfaceEmbeddings, SurfaceModerations, SurfaceImages, SurfaceRerank, SurfaceOllama}
+
+// tunnelPaths are the OpenAI request paths of the surfaces a tunnel
+// carries.
+var tunnelPaths = map[string]string{
+	"/v1/chat/completions":   SurfaceChat,
+	"/v1/responses":          SurfaceResponses,
+	"/v1/completions":        SurfaceCompletions,
+	"/v1/embeddings":         SurfaceEmbeddings,
+	"/v1/moderations":        SurfaceModerations,
+	"/v1/images/generations": SurfaceImages,
+	"/v1/rerank":             SurfaceRerank,
+}
+
+// SurfaceOfPath names the surface of a tunnelled OpenAI request path (""
+// for any other path).
+func SurfaceOfPath(path string) string {
+	path, _, _ = strings.Cut(path, "?")
+	return tunnelPaths[path]
+}
