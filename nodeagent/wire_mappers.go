@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"fmt"
 
+	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/wire"
 )
@@ -61,6 +62,15 @@ func runRequestFromProto(m *wire.RunRequest) (*execution.RunRequest, error) {
 	}
 	req := wire.RunRequestFromProto(m)
 	req.ResponseStallTimeoutMS = ms
+	if len(req.Messages) == 0 && len(req.ChatBody) > 0 {
+		// The link carries the request once, as its Chat body: the
+		// neutral form adapters map from is parsed from it here.
+		neutral, e := openai.NeutralRun(req.ChatBody)
+		if e != nil {
+			return nil, boundaryError(fmt.Errorf("chat_body: %s", e.Message))
+		}
+		req.Messages, req.Params = neutral.Messages, neutral.Params
+	}
 	return req, nil
 }
 

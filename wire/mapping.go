@@ -52,10 +52,15 @@ func UsageFromProto(u *TokenUsage) *execution.TokenUsage {
 
 // RunRequestToProto maps a normalized run. The sender sets what the
 // lease decides (attempt id, provider id, target model, stall timeout).
+// A run with a Chat body crosses the link in that one form: its messages
+// and parameters are left out, and the node parses them from the body.
 func RunRequestToProto(r *execution.RunRequest) *RunRequest {
 	m := &RunRequest{RunId: r.RunID, AttemptId: r.AttemptID, SessionId: r.SessionID, ProviderId: r.ProviderID, Model: r.Model,
 		ResponseStallTimeoutMs: r.ResponseStallTimeoutMS, ChatBody: r.ChatBody, Headers: HeadersToProto(r.Header), Stream: r.Stream,
 		Continuation: r.Continuation}
+	if len(r.ChatBody) > 0 {
+		return m
+	}
 	for _, msg := range r.Messages {
 		wm := &Message{Role: msg.Role, Content: msg.Content, Images: msg.Images, Name: msg.Name, ToolCallId: msg.ToolCallID}
 		for _, tc := range msg.ToolCalls {

@@ -35,11 +35,27 @@ func TestRunRequestRoundTrip(t *testing.T) {
 		Params: execution.GenerationParams{Temperature: ptr(0.5), TopP: ptr(0.9), MaxTokens: ptr(int64(7)), Seed: ptr(int64(3)),
 			Stop: []string{"x"}, Tools: json.RawMessage(`[{"type":"function"}]`), ToolChoice: json.RawMessage(`"auto"`),
 			ResponseFormat: json.RawMessage(`{"type":"json_object"}`)},
-		ChatBody: []byte(`{"model":"m"}`), Header: map[string][]string{"Traceparent": {"00-a-b-01"}}, Stream: true, Continuation: true,
+		Header: map[string][]string{"Traceparent": {"00-a-b-01"}}, Stream: true, Continuation: true,
 		ResponseStallTimeoutMS: 1500}
 	got := RunRequestFromProto(roundTrip(t, RunRequestToProto(in)))
 	if d := cmp.Diff(in, got); d != "" {
 		t.Fatalf("run request changed on the wire (-sent +received):\n%s", d)
+	}
+}
+
+// TestRunRequestCrossesOnce: a run with a Chat body crosses the link in
+// that one form — no messages, no parameters beside it (the node parses
+// them from the body).
+func TestRunRequestCrossesOnce(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5}`)
+	in := &execution.RunRequest{RunID: "run_1", Model: "m", ChatBody: body,
+		Messages: []execution.Message{{Role: "user", Content: "hi"}}, Params: execution.GenerationParams{Temperature: ptr(0.5)}}
+	m := roundTrip(t, RunRequestToProto(in))
+	if len(m.GetMessages()) != 0 || m.GetParams() != nil || string(m.GetChatBody()) != string(body) {
+		t.Fatalf("the run crossed in two forms: %v", m)
+	}
+	if n := proto.Size(m); n > len(body)+32 {
+		t.Fatalf("%d bytes on the link for a %d-byte body", n, len(body))
 	}
 }
 

@@ -1157,8 +1157,12 @@ type RunRequest struct {
 	SessionId  string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	ProviderId string                 `protobuf:"bytes,4,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
 	Model      string                 `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
-	Messages   []*Message             `protobuf:"bytes,6,rep,name=messages,proto3" json:"messages,omitempty"`
-	Params     *GenerationParams      `protobuf:"bytes,7,opt,name=params,proto3" json:"params,omitempty"`
+	// messages and params are the neutral form, sent only by an edge that
+	// has no chat_body for the run (older edges sent both). A run crosses
+	// the link in one form: with chat_body set, the node parses them from
+	// it.
+	Messages []*Message        `protobuf:"bytes,6,rep,name=messages,proto3" json:"messages,omitempty"`
+	Params   *GenerationParams `protobuf:"bytes,7,opt,name=params,proto3" json:"params,omitempty"`
 	// Zero means the node applies the documented default (300000).
 	ResponseStallTimeoutMs int64 `protobuf:"varint,8,opt,name=response_stall_timeout_ms,json=responseStallTimeoutMs,proto3" json:"response_stall_timeout_ms,omitempty"`
 	// The request as an OpenAI Chat Completions body: the client's own, or

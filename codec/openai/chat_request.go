@@ -385,3 +385,45 @@ func checkTools(raw json.RawMessage, l Limits) (int, *Error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// relayLimits bound a body the edge already validated under its own
+// limits (which an operator may have raised): only a hostile peer exceeds
+// them.
+var relayLimits = Limits{MaxDepth: 1024, MaxMessages: 1 << 20, MaxStop: 1 << 10, MaxTools: 1 << 14}
+
+// NeutralRun is the neutral messages and parameters of a Chat body the
+// edge already validated — the client's own or its lossless translation
+// of another surface — for a provider that needs them (the node parses
+// the one form of the request the link carries). It checks the shape,
+// not the client-facing rules (sampling ranges, OpenAI's stop and tool
+// counts), which the edge applied to the surface the client used.
+func NeutralRun(body []byte) (*execution.RunRequest, *Error) {
+	if err := jsonstrict.Check(body, relayLimits.MaxDepth); err != nil {
+		return nil, InvalidRequest("", "The chat body is not valid JSON: %v.", err)
+	}
+	var w chatWire
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, typeError(err)
+	}
+	var neutral *Error
+	msgs, e := decodeMessages(w.Messages, relayLimits, &neutral)
+	if e != nil {
+		return nil, e
+	}
+	stop, e := decodeStop(w.Stop, relayLimits)
+	if e != nil {
+		return nil, e
+	}
+	maxTok := w.MaxCompletionTokens
+	if maxTok == nil {
+		maxTok = w.MaxTokens
+	}
+	r := &execution.RunRequest{Messages: msgs, Params: execution.GenerationParams{
+		Temperature: w.Temperature, TopP: w.TopP, MaxTokens: maxTok, Seed: w.Seed, Stop: stop,
+		Tools: nonNull(w.Tools), ToolChoice: nonNull(w.ToolChoice), ResponseFormat: nonNull(w.ResponseFormat),
+	}}
+	if w.Model != nil {
+		r.Model = *w.Model
+	}
+	return r, nil
+}
