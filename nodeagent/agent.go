@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/tracing"
@@ -38,6 +39,11 @@ type Options struct {
 	Level *slog.LevelVar
 	// NoMetricsServer disables the /metrics listener (the host serves it).
 	NoMetricsServer bool
+	// Channels are edges reached in process, by the address their
+	// EdgeConfig names: the node runs the same NodeLink client over the
+	// channel (an edge's Hub.InProcess) instead of dialing. The node's
+	// token is sent as over the network.
+	Channels map[string]grpc.ClientConnInterface
 }
 
 // Agent is a node agent: providers, the bridge that runs their attempts,

@@ -84,6 +84,9 @@ func clientTLS(e EdgeConfig) (*tls.Config, error) {
 
 // runEdge keeps one session to edge e alive until ctx ends.
 func (a *Agent) runEdge(ctx context.Context, e EdgeConfig) error {
+	if ch, ok := a.opts.Channels[e.Address]; ok {
+		return a.runInProcess(ctx, e.Address, ch)
+	}
 	opts, err := a.dialOptions(e)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/gateway/fleet"
@@ -29,7 +30,17 @@ func init() {
 type devConfig struct {
 	Gateway gateway.Config   `koanf:"gateway"`
 	Node    nodeagent.Config `koanf:"node"`
+	// Link is how the bundled node reaches the edge: in-process (default:
+	// the edge's NodeLink service called in process, no socket) or tcp
+	// (a loopback connection to the node listener, as a remote node).
+	Link string `koanf:"link"`
 }
+
+// The bundled node's links.
+const (
+	linkInProcess = "in-process"
+	linkTCP       = "tcp"
+)
 
 // defaultDevConfig serves the model iop-sim from two sim providers — one
 // on the default path (auto: the sim serves Chat and Responses natively, so
@@ -45,7 +56,7 @@ func defaultDevConfig() devConfig {
 	n.NodeID = "dev-node"
 	n.Log.Format = "text"
 	n.Metrics.Listen = ""
-	return devConfig{Gateway: g, Node: n}
+	return devConfig{Gateway: g, Node: n, Link: linkInProcess}
 }
 
 func defaultDevProviders() []nodeagent.ProviderConfig {
@@ -61,6 +72,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	path := fs.String("config", "", "dev configuration (YAML with gateway: and node: sections); see configs/dev-*.yaml")
 	listen := fs.String("listen", "", "public HTTP address (default 127.0.0.1:8080)")
 	admin := fs.String("admin", "", "admin listener address (default 127.0.0.1:8081; \"\" in the config disables it)")
+	link := fs.String("link", "", "how the bundled node reaches the edge: in-process (default) or tcp")
 	if err := fs.Parse(args); err != nil {
 		return parseError(err)
 	}
@@ -73,6 +85,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *admin != "" {
 		cfg.Gateway.AdminListen = *admin
+	}
+	if *link != "" {
+		cfg.Link = *link
 	}
 	return runDevConfig(ctx, cfg, stdout, stderr)
 }
@@ -97,11 +112,20 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: nodeLn.Addr().String()}}
+	nopts := nodeagent.Options{Log: log.With("component", "node"), Registerer: reg, NoMetricsServer: true, Version: version}
+	switch cfg.Link {
+	case linkInProcess, "":
+		cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: linkInProcess}}
+		nopts.Channels = map[string]grpc.ClientConnInterface{linkInProcess: g.Hub().InProcess()}
+	case linkTCP:
+		cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: nodeLn.Addr().String()}}
+	default:
+		return fmt.Errorf("link: %q is not in-process or tcp", cfg.Link)
+	}
 	if err := cfg.Node.Resolve(); err != nil {
 		return fmt.Errorf("node config: %w", err)
 	}
-	node, err := nodeagent.New(cfg.Node, nodeagent.Options{Log: log.With("component", "node"), Registerer: reg, NoMetricsServer: true, Version: version})
+	node, err := nodeagent.New(cfg.Node, nopts)
 	if err != nil {
 		return err
 	}

@@ -249,6 +249,12 @@ type nodeIDKey struct{}
 // node_id (constant-time comparison of hashes) and, with mTLS, requires
 // the client certificate's identity to be that node_id.
 func (h *Hub) authenticate(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return h.authenticateStream(srv, ss, handler, h.mtls)
+}
+
+// authenticateStream checks a stream's token and, when mtls, its client
+// certificate.
+func (h *Hub) authenticateStream(srv any, ss grpc.ServerStream, handler grpc.StreamHandler, mtls bool) error {
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	token := ""
 	if v := md.Get("authorization"); len(v) == 1 {
@@ -259,7 +265,7 @@ func (h *Hub) authenticate(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 		h.audit.Warn("node refused: invalid token", "peer", peerAddr(ss.Context()), "token_present", token != "")
 		return status.Error(codes.Unauthenticated, "invalid node token")
 	}
-	if h.mtls && !peerIsNode(ss.Context(), nodeID) {
+	if mtls && !peerIsNode(ss.Context(), nodeID) {
 		h.audit.Warn("node refused: client certificate does not match the node id", "node_id", nodeID, "peer", peerAddr(ss.Context()))
 		return status.Error(codes.PermissionDenied, "client certificate does not match the node id")
 	}

@@ -59,13 +59,13 @@ func hello(nodeID string, ads ...*wire.ProviderAdvertisement) *wire.NodeMessage 
 	return &wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: nodeID, Advertisement: &wire.Advertisement{NodeId: nodeID, Providers: ads}}}}
 }
 
-// session opens a session and returns it with its generation.
 // ad is a sim provider advertisement serving models.
 func ad(id string, capacity int32, models ...string) *wire.ProviderAdvertisement {
 	return &wire.ProviderAdvertisement{ProviderId: id, Adapter: "sim", Target: models[0], InstanceKey: "sim/" + id, Models: models,
 		Capacity: capacity, ResponseStallTimeoutMs: 300000, ExecutionPath: "normalized", SupportsTunnel: true}
 }
 
+// session opens a session and returns it with its generation.
 func session(t *testing.T, ctx context.Context, c wire.NodeLinkClient, token, nodeID string, ads ...*wire.ProviderAdvertisement) (wire.NodeLink_SessionClient, uint64, error) {
 	t.Helper()
 	st, err := c.Session(withToken(ctx, token))

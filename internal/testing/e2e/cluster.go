@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/iopgw/iop/gateway"
@@ -38,10 +40,35 @@ type Options struct {
 	Gateway func(*gateway.Config)
 	// TCPNodeLink uses real TCP for the node link instead of bufconn.
 	TCPNodeLink bool
+	// Link is how nodes reach the edge: LinkNetwork (gRPC over bufconn, or
+	// TCP with TCPNodeLink) or LinkInProcess (the edge's in-process
+	// channel, as iop dev's bundled node). Default: the IOP_TEST_NODE_LINK
+	// environment variable, else LinkNetwork; TCPNodeLink forces the
+	// network. make test runs the e2e and conformance suites on both.
+	Link string
 	// WallDelay is the wall's token delay (default 2ms).
 	WallDelay time.Duration
 	// Log receives the edge's and the nodes' logs (default: discarded).
 	Log *slog.Logger
+}
+
+// The node links a cluster can run on.
+const (
+	LinkNetwork   = "network"
+	LinkInProcess = "in-process"
+)
+
+// linkOf is the link opts ask for.
+func linkOf(opts Options) string {
+	switch {
+	case opts.TCPNodeLink:
+		return LinkNetwork
+	case opts.Link != "":
+		return opts.Link
+	case os.Getenv("IOP_TEST_NODE_LINK") == LinkInProcess:
+		return LinkInProcess
+	}
+	return LinkNetwork
 }
 
 // Cluster is a running edge with nodes.
@@ -60,6 +87,9 @@ type Cluster struct {
 	edgeDone  chan error
 	nodeStops map[string]context.CancelFunc
 	nodeDone  map[string]chan error
+
+	t    testing.TB
+	link string // LinkNetwork or LinkInProcess
 
 	connMu sync.Mutex
 	conns  map[string][]net.Conn // node id → its link connections
@@ -96,7 +126,7 @@ func newCluster(t testing.TB, opts Options) *Cluster {
 	}
 	ws := httptest.NewServer(w)
 	t.Cleanup(ws.Close)
-	return &Cluster{Wall: w, WallURL: ws.URL, Nodes: map[string]*nodeagent.Agent{}, conns: map[string][]net.Conn{},
+	return &Cluster{t: t, link: linkOf(opts), Wall: w, WallURL: ws.URL, Nodes: map[string]*nodeagent.Agent{}, conns: map[string][]net.Conn{},
 		nodeStops: map[string]context.CancelFunc{}, nodeDone: map[string]chan error{}}
 }
 
@@ -174,6 +204,9 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 	nc := nodeagent.DefaultConfig()
 	nc.NodeID, nc.Token, nc.Metrics.Listen = s.ID, "token-"+s.ID, ""
 	nc.Edges = []nodeagent.EdgeConfig{{Address: c.nodeAddr}}
+	if c.link == LinkInProcess {
+		nc.Edges = []nodeagent.EdgeConfig{{Address: LinkInProcess}}
+	}
 	nc.Providers = append([]nodeagent.ProviderConfig(nil), s.Providers...)
 	if s.Configure != nil {
 		s.Configure(&nc)
@@ -182,6 +215,9 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 		t.Fatal(err)
 	}
 	opts := nodeagent.Options{NoMetricsServer: true, Log: c.log}
+	if c.link == LinkInProcess {
+		opts.Channels = map[string]grpc.ClientConnInterface{LinkInProcess: c.Gateway.Hub().InProcess()}
+	}
 	opts.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
 		var conn net.Conn
 		var err error
@@ -213,6 +249,7 @@ func (c *Cluster) StartNode(t testing.TB, s NodeSpec) *nodeagent.Agent {
 // KillNodeLink closes the node's link connections abruptly, as a node
 // process dying would.
 func (c *Cluster) KillNodeLink(id string) {
+	c.networkOnly("killing a node's link connections")
 	c.connMu.Lock()
 	conns := c.conns[id]
 	c.conns[id] = nil
@@ -225,7 +262,21 @@ func (c *Cluster) KillNodeLink(id string) {
 // FreezeNodeLink makes the node's link connections stop moving bytes in
 // either direction, as a node process stopped with SIGSTOP (or a silent
 // partition) would; ThawNodeLink lets them move again.
-func (c *Cluster) FreezeNodeLink(id string) { c.eachFreezable(id, (*freezable).freeze) }
+func (c *Cluster) FreezeNodeLink(id string) {
+	c.networkOnly("freezing a node's link connections")
+	c.eachFreezable(id, (*freezable).freeze)
+}
+
+// Link is the link the cluster's nodes run on.
+func (c *Cluster) Link() string { return c.link }
+
+// networkOnly skips the test when the nodes are in process: a fault of
+// the link's network has nothing to act on there.
+func (c *Cluster) networkOnly(fault string) {
+	if c.link == LinkInProcess {
+		c.t.Skipf("%s is a network fault; the in-process link has no network", fault)
+	}
+}
 
 // ThawNodeLink undoes FreezeNodeLink.
 func (c *Cluster) ThawNodeLink(id string) { c.eachFreezable(id, (*freezable).thaw) }
