@@ -7,7 +7,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 BIN         := bin/iop
 
-.PHONY: all build run test fmt-check vet staticcheck lint unit js-deps bench bench-quick bench-allocs fuzz fuzz-pr soak
+.PHONY: all build run test fmt-check vet staticcheck lint unit unit-inprocess js-deps bench bench-quick bench-allocs fuzz fuzz-pr soak
 
 # The JavaScript clients of the conformance suite (pinned by package-lock).
 JS_DIR := conformance/testdata/js
@@ -20,7 +20,7 @@ build:
 run: build
 	./$(BIN) dev
 
-test: fmt-check vet staticcheck unit fuzz-pr
+test: fmt-check vet staticcheck unit unit-inprocess fuzz-pr
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -36,6 +36,11 @@ lint: fmt-check vet staticcheck
 
 unit: js-deps
 	$(GO) test -race -count=1 ./...
+
+# The e2e and conformance suites again with every cluster node on the
+# edge's in-process channel (iop dev's and the all-in-one gateway's link).
+unit-inprocess: js-deps
+	IOP_TEST_NODE_LINK=in-process $(GO) test -race -count=1 ./internal/testing/e2e ./conformance
 
 # Fuzz targets (RELIABILITY.md F1–F7) as package:Target. Crashers land in
 # the package's testdata/fuzz and then run as ordinary tests.

@@ -62,6 +62,11 @@ type Config struct {
 	// DrainTimeout bounds graceful shutdown: streams get this long to
 	// finish before they receive a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
+	// Node is a bundled node's configuration (the node agent's keys, as
+	// in node.yaml): iop gateway runs that node in this process, linked
+	// through the in-process channel — the all-in-one mode. The edge
+	// itself never reads it; changing it needs a restart.
+	Node map[string]any `koanf:"node"`
 }
 
 // TLSConfig is a server certificate.
@@ -218,7 +223,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	err := c.Validate()
-	if len(c.Nodes) == 0 && path != "" {
+	if len(c.Nodes) == 0 && len(c.Node) == 0 && path != "" {
 		err = errors.Join(err, errors.New("nodes: at least one node is required: the edge serves only what nodes advertise"))
 	}
 	if err != nil {

@@ -96,5 +96,17 @@ func (c *Config) node(id string) *fleet.NodeConfig {
 			return &c.Nodes[i]
 		}
 	}
+	if len(c.Node) > 0 && id == c.BundledNodeID() {
+		return &fleet.NodeConfig{ID: id} // the node: section's, granted everything
+	}
 	return nil
+}
+
+// BundledNodeID is the id of the node: section's node: its node_id, else
+// "local".
+func (c *Config) BundledNodeID() string {
+	if id, ok := c.Node["node_id"].(string); ok && id != "" {
+		return id
+	}
+	return "local"
 }

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,10 @@ type Options struct {
 	Clock streamgate.Clock
 	// Level, if set, is the process log level, which Reload changes.
 	Level *slog.LevelVar
+	// Bundled are nodes running in this process (iop dev, iop gateway
+	// with a node section), allowed to connect in addition to the
+	// configured nodes, whatever a reload says.
+	Bundled []fleet.NodeConfig
 }
 
 // Gateway is one edge.
@@ -89,6 +94,7 @@ type Gateway struct {
 
 // New builds an edge from a validated configuration.
 func New(cfg Config, opts Options) (*Gateway, error) {
+	cfg.Nodes = append(slices.Clone(cfg.Nodes), opts.Bundled...)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -116,6 +122,11 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	}
 	g.echo = g.newEcho()
 	return g, nil
+}
+
+// withBundled is nodes and the bundled nodes.
+func (g *Gateway) withBundled(nodes []fleet.NodeConfig) []fleet.NodeConfig {
+	return append(slices.Clone(nodes), g.opts.Bundled...)
 }
 
 // newFleet builds the pool, its metrics and the hub nodes connect to.

@@ -24,6 +24,7 @@ func restartOnly(old, cur *Config) []string {
 		"streamgate.budget_ratio": old.StreamGate.BudgetRatio == cur.StreamGate.BudgetRatio,
 		"streamgate.budget_min":   old.StreamGate.BudgetMin == cur.StreamGate.BudgetMin,
 		"tracing":                 old.Tracing == cur.Tracing,
+		"node":                    reflect.DeepEqual(old.Node, cur.Node),
 	} {
 		if !same {
 			keys = append(keys, key)
@@ -46,6 +47,7 @@ func (g *Gateway) Reload(next Config) error {
 	// validated as it will run: the admin token rule against the running
 	// admin listener, not the one the file names.
 	keepRunning(old, &next)
+	next.Nodes = g.withBundled(next.Nodes)
 	if err := next.Validate(); err != nil {
 		g.reloads.WithLabelValues("rejected").Inc()
 		return err
@@ -92,7 +94,7 @@ func keepRunning(old, next *Config) {
 	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format
 	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
 	next.Auth.LimitsStore, next.Auth.UsageFile = old.Auth.LimitsStore, old.Auth.UsageFile
-	next.Tracing = old.Tracing
+	next.Tracing, next.Node = old.Tracing, old.Node
 }
 
 // ErrWeakerSecurity is a reload refused because it would open what the

@@ -4,20 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 
 	"github.com/iopgw/iop/gateway"
-	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -93,9 +89,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error {
-	token := randomToken()
-	cfg.Gateway.Nodes = []fleet.NodeConfig{{ID: cfg.Node.NodeID, Token: token}}
-	cfg.Node.Token = token
+	cfg.Node.Token = randomToken()
 	if len(cfg.Node.Providers) == 0 {
 		cfg.Node.Providers = defaultDevProviders()
 	}
@@ -104,7 +98,7 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 		return err
 	}
 	reg := prometheus.NewRegistry() // served with the default registry (Go and process collectors)
-	g, err := gateway.New(cfg.Gateway, gateway.Options{Log: log.With("component", "edge"), Registry: reg})
+	g, err := gateway.New(cfg.Gateway, gateway.Options{Log: log.With("component", "edge"), Registry: reg, Bundled: bundled(cfg.Node)})
 	if err != nil {
 		return fmt.Errorf("gateway config: %w", err)
 	}
@@ -112,51 +106,39 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	nopts := nodeagent.Options{Log: log.With("component", "node"), Registerer: reg, NoMetricsServer: true, Version: version}
-	switch cfg.Link {
-	case linkInProcess, "":
-		cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: linkInProcess}}
-		nopts.Channels = map[string]grpc.ClientConnInterface{linkInProcess: g.Hub().InProcess()}
-	case linkTCP:
-		cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: nodeLn.Addr().String()}}
-	default:
-		return fmt.Errorf("link: %q is not in-process or tcp", cfg.Link)
-	}
-	if err := cfg.Node.Resolve(); err != nil {
-		return fmt.Errorf("node config: %w", err)
-	}
-	node, err := nodeagent.New(cfg.Node, nopts)
+	node, err := devNode(g, cfg, nodeLn.Addr().String(), log.With("component", "node"), reg)
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	gctx, stopEdge := context.WithCancel(context.Background())
-	nctx, stopNode := context.WithCancel(ctx)
-	wg.Go(func() { errs <- g.Serve(gctx, httpLn, nodeLn, adminLn) })
-	wg.Go(func() { errs <- node.Run(nctx) })
 	fmt.Fprintf(stdout, "iop dev: OpenAI API on http://%s/v1 (models %s), Ollama API on http://%s/api", httpLn.Addr(),
 		strings.Join(devModels(cfg.Node.Providers), ", "), httpLn.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, ", admin on http://%s (status page http://%s/status)", adminLn.Addr(), adminLn.Addr())
 	}
 	fmt.Fprintln(stdout)
-	var first error
-	select {
-	case <-ctx.Done():
-	case first = <-errs:
-	}
-	stopEdge() // drain the edge first, then stop the node
-	time.AfterFunc(200*time.Millisecond, stopNode)
-	wg.Wait()
-	stopNode()
-	if errors.Is(first, context.Canceled) {
-		first = nil
-	}
-	return first
+	return runWithNode(ctx, g, node, func(ctx context.Context) error { return g.Serve(ctx, httpLn, nodeLn, adminLn) })
 }
 
-// devModels lists the models the bundled node serves, in order.
+// devNode is the bundled node on cfg.Link: the edge's in-process channel,
+// or a loopback connection to its node listener at nodeAddr.
+func devNode(g *gateway.Gateway, cfg devConfig, nodeAddr string, log *slog.Logger, reg prometheus.Registerer) (*nodeagent.Agent, error) {
+	switch cfg.Link {
+	case linkInProcess, "":
+		cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: linkInProcess}}
+	case linkTCP:
+		cfg.Node.Edges = []nodeagent.EdgeConfig{{Address: nodeAddr}}
+	default:
+		return nil, fmt.Errorf("link: %q is not in-process or tcp", cfg.Link)
+	}
+	if err := cfg.Node.Resolve(); err != nil {
+		return nil, fmt.Errorf("node config: %w", err)
+	}
+	if cfg.Link == linkTCP {
+		return nodeagent.New(cfg.Node, nodeagent.Options{Log: log, Registerer: reg, NoMetricsServer: true, Version: version})
+	}
+	return newBundledNode(g, cfg.Node, log, reg)
+}
+
 func devModels(ps []nodeagent.ProviderConfig) []string {
 	var out []string
 	for _, p := range ps {

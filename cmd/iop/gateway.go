@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/nodeagent"
 )
 
 func init() {
@@ -28,14 +32,31 @@ func runGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(cfg, gateway.Options{Log: log, Level: level})
+	opts := gateway.Options{Log: log, Level: level}
+	var nc nodeagent.Config
+	if len(cfg.Node) > 0 {
+		// All in one: the node: section runs a node in this process.
+		if nc, err = bundledNodeConfig(cfg.Node, cfg.BundledNodeID()); err != nil {
+			return fmt.Errorf("config %s: %w", *path, err)
+		}
+		opts.Registry, opts.Bundled = prometheus.NewRegistry(), bundled(nc)
+		opts.Log = log.With("component", "edge")
+	}
+	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		return err
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go watchReloads(rctx, *path, reloadPolicy(cfg.Reload), log, func() { reloadGateway(g, *path, log) })
-	return g.Run(ctx)
+	if len(cfg.Node) == 0 {
+		return g.Run(ctx)
+	}
+	node, err := newBundledNode(g, nc, log.With("component", "node"), opts.Registry)
+	if err != nil {
+		return err
+	}
+	return runWithNode(ctx, g, node, g.Run)
 }
 
 // reloadGateway re-reads path and applies it; an invalid file changes

@@ -575,12 +575,22 @@ func (h *Hub) AllSeen() bool {
 	return len(h.seen) >= len(*h.nodes.Load())
 }
 
-// wait returns once every session reader has ended (after the gRPC server
-// stopped, every session stream has).
+// Wait ends the remaining sessions and returns once every session reader
+// and every goroutine the hub started has ended (call it after the gRPC
+// server stopped).
 func (h *Hub) Wait() {
 	h.mu.Lock()
 	h.stopped = true
+	conns := make([]*nodeConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
 	h.mu.Unlock()
+	// Sessions on the in-process channel end here (a network server's
+	// Stop has already ended its own).
+	for _, c := range conns {
+		c.close()
+	}
 	h.endLife()
 	h.readers.Wait()
 	h.background.Wait()

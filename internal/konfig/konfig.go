@@ -71,7 +71,16 @@ func Load(path string, out any) error {
 	if err := k.Load(envp, nil); err != nil {
 		return fmt.Errorf("config environment: %w", err)
 	}
-	dc := &mapstructure.DecoderConfig{
+	if err := k.UnmarshalWithConf("", out, koanf.UnmarshalConf{DecoderConfig: decoderConfig(out)}); err != nil {
+		return fmt.Errorf("config %s: %w", src, err)
+	}
+	return nil
+}
+
+// decoderConfig is how every configuration section is decoded: durations
+// and comma lists from strings, and an unknown key an error.
+func decoderConfig(out any) *mapstructure.DecoderConfig {
+	return &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
@@ -79,11 +88,18 @@ func Load(path string, out any) error {
 		WeaklyTypedInput: true,
 		ErrorUnused:      true,
 		TagName:          "koanf",
+		Result:           out,
 	}
-	if err := k.UnmarshalWithConf("", out, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
-		return fmt.Errorf("config %s: %w", src, err)
+}
+
+// Decode decodes a section already read (a map from Load, such as the
+// node section of an all-in-one gateway file) into out, as Load would.
+func Decode(section map[string]any, out any) error {
+	d, err := mapstructure.NewDecoder(decoderConfig(out))
+	if err != nil {
+		return err
 	}
-	return nil
+	return d.Decode(section)
 }
 
 // keySet holds a struct's configuration keys: exact keys, and prefixes
