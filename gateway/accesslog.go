@@ -3,12 +3,10 @@ package gateway
 import (
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
@@ -34,36 +32,6 @@ func access(c echo.Context) *accessInfo {
 	a := &accessInfo{}
 	c.Set(accessKey, a)
 	return a
-}
-
-// serve runs a request through the runtime and records its summary for
-// the access log.
-func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
-	a := access(c)
-	a.RequestID, a.Model = sreq.RequestID, sreq.Model
-	sreq.ResponseHeader = http.Header{}
-	adm, e := g.admit(c, a, sreq)
-	if e != nil {
-		for k, v := range sreq.ResponseHeader {
-			c.Response().Header()[k] = v
-		}
-		g.keyRefused(a.KeyID, e)
-		return writeError(c, e)
-	}
-	a.FallbacksSkipped = g.allowedFallbacks(a.KeyID, sreq)
-	gen := g.genOf(c)
-	g.withAlias(gen.cfg, sreq)
-	g.withResume(gen.cfg, sreq)
-	var sum streamgate.Summary
-	defer func() { adm.End(sum.Usage, sum.UsageEstimated) }() // settled even if serving panics: the key's concurrency slot comes back
-	sum = streamgate.Serve(c.Request().Context(), gen.sg, sreq, c.Response())
-	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
-	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
-	a.Sum = &sum
-	if g.knownName(sreq.Model) {
-		g.models.record(sreq.Model, sum)
-	}
-	return nil
 }
 
 // The access log modes (log.access).

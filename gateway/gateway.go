@@ -196,17 +196,6 @@ func (g *Gateway) closeTenancy() {
 	}
 }
 
-// generation is one configuration as it runs: the validated
-// configuration and the request runtime's configuration built from it.
-// Immutable; a request takes one at its entry and keeps it to its end
-// (admission, dispatch, failover, resume, settlement), so a reload never
-// changes a request in flight.
-type generation struct {
-	n   uint64 // 1 at start, +1 per applied reload
-	cfg *Config
-	sg  *streamgate.Config
-}
-
 // config is the running configuration, for what is not a request (the
 // admin API, the pool's status, listeners).
 func (g *Gateway) config() *Config { return g.gen.Load().cfg }

@@ -143,33 +143,6 @@ func (g *Gateway) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// genKey is the echo context key of a request's configuration generation.
-const genKey = "iop.generation"
-
-// takeGeneration gives the request the running configuration generation,
-// once, where it enters: everything the request does reads that one.
-func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		c.Set(genKey, g.gen.Load())
-		// The request's id, from its entry: the access log names it on
-		// every answer, refusals included.
-		access(c).RequestID = "req_" + ids.New()
-		return next(c)
-	}
-}
-
-// genOf is the generation the request took (the running one outside a
-// request, e.g. in handler tests).
-func (g *Gateway) genOf(c echo.Context) *generation {
-	if gen, ok := c.Get(genKey).(*generation); ok {
-		return gen
-	}
-	return g.gen.Load()
-}
-
-// confOf is the configuration of the request's generation.
-func (g *Gateway) confOf(c echo.Context) *Config { return g.genOf(c).cfg }
-
 // authenticate enforces client API keys on the API routes.
 func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {

@@ -181,16 +181,26 @@ func footprint() (goroutines int, bytes uint64) {
 }
 
 // BenchmarkOpenStreams measures what an open, idle stream costs the
-// edge and node (tunnel path, in process): goroutines and KiB per stream
-// beyond what the same streams cost held directly against the upstream
-// (client and upstream sides, which are in this process too).
+// edge and node (tunnel path, in process), on the network link (TCP) and
+// on the in-process channel: goroutines and KiB per stream beyond what
+// the same streams cost held directly against the upstream (client and
+// upstream sides, which are in this process too).
 func BenchmarkOpenStreams(b *testing.B) {
+	for _, link := range []struct {
+		name string
+		opts Options
+	}{{"tcp", Options{TCPNodeLink: true}}, {"in-process", Options{Link: LinkInProcess}}} {
+		b.Run(link.name, func(b *testing.B) { benchOpenStreams(b, link.opts) })
+	}
+}
+
+func benchOpenStreams(b *testing.B, opts Options) {
 	const n = 1000
 	release := make(chan struct{})
 	up := httptest.NewServer(holdingUpstream(release))
 	b.Cleanup(up.Close)
 	b.Cleanup(func() { close(release) })
-	c := Start(b, Options{TCPNodeLink: true}, func(*Cluster) []NodeSpec {
+	c := Start(b, opts, func(*Cluster) []NodeSpec {
 		t := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"hold"}, Capacity: 100000}
 		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{t}}}
 	})

@@ -55,7 +55,9 @@ func TestSharedLimitAcrossEdges(t *testing.T) {
 	for range 3 {
 		edges = append(edges, Start(t, Options{Gateway: func(g *gateway.Config) {
 			g.Auth.Keys = []gateway.KeyConfig{{ID: "team-a", SHA256: gateway.HashToken("sk-a"), Limits: gateway.KeyLimits{RequestsPerMinute: 12}}}
-			g.Auth.LimitsStore = gateway.LimitStoreConfig{Redis: addr, Window: window, Timeout: 200 * time.Millisecond}
+			// A store call slower than Timeout fails open (admits): give a
+			// loaded machine room, or the count is off by those.
+			g.Auth.LimitsStore = gateway.LimitStoreConfig{Redis: addr, Window: window, Timeout: 2 * time.Second}
 		}, Nodes: []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{TokenLatency: time.Millisecond})}}}}, nil))
 	}
 	// Start at the beginning of a window, so all 18 fall in one.
