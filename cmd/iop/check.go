@@ -59,7 +59,7 @@ func configKind(path string) (string, error) {
 	switch {
 	case top["node_id"] != nil || top["edges"] != nil:
 		return "node", nil
-	case top["gateway"] != nil || top["node"] != nil:
+	case top["gateway"] != nil:
 		return "dev", nil
 	}
 	return "gateway", nil
@@ -69,7 +69,13 @@ func configKind(path string) (string, error) {
 func checkConfig(kind, path string) error {
 	switch kind {
 	case "gateway":
-		_, err := gateway.LoadConfig(path)
+		cfg, err := gateway.LoadConfig(path)
+		if err == nil && len(cfg.Node) > 0 {
+			_, err = bundledNodeConfig(cfg.Node, cfg.BundledNodeID()) // all in one
+			if err != nil {
+				err = fmt.Errorf("config %s: %w", path, err)
+			}
+		}
 		return err
 	case "node":
 		_, err := nodeagent.LoadConfig(path)
