@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/iopgw/iop/execution"
@@ -15,6 +16,10 @@ const ProbeTimeout = 5 * time.Second
 type ProbeCoordinator struct {
 	// Timeout bounds each probe; zero means ProbeTimeout. Tests shorten it.
 	Timeout time.Duration
+
+	// running holds the probe goroutines, which one that ignores its
+	// context outlives ProbeHealth; the bridge's Wait waits for them.
+	running sync.WaitGroup
 }
 
 // ProbeHealth probes the exact target of req on p. It roots its own
@@ -43,10 +48,10 @@ func (c *ProbeCoordinator) ProbeHealth(p execution.Provider, req execution.Probe
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
+	c.running.Go(func() {
 		res, err := probe(ctx, req)
 		done <- result{res, err}
-	}()
+	})
 	select {
 	case r := <-done:
 		out.Result = execution.ProbeResult{Adapter: r.res.Adapter, InstanceKey: r.res.InstanceKey, Target: r.res.Target, Status: r.res.Status}

@@ -285,9 +285,15 @@ func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Sess
 	}()
 	a.run(ctx, sess, st, down)
 	_ = st.CloseSend()
+	t := time.NewTimer(attemptDrainTimeout)
+	defer t.Stop()
 	select {
 	case <-ended:
-	case <-time.After(attemptDrainTimeout):
+	case <-t.C:
+		// The edge did not end the stream: end it here, which ends the
+		// watcher's Recv too.
+		cancel()
+		<-ended
 	}
 }
 

@@ -136,10 +136,11 @@ func (b *Bridge) admit(a *attemptState) func() {
 	}
 }
 
-// Wait waits for every provider goroutine to return, up to ctx.
+// Wait waits for every provider goroutine and every health probe to
+// return, up to ctx.
 func (b *Bridge) Wait(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { b.providers.Wait(); close(done) }()
+	go func() { b.providers.Wait(); b.probes.running.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
