@@ -37,8 +37,32 @@ type handover struct{}
 func (handover) Clone(in any) (any, error) { return in, nil }
 
 // Copy makes the receiver's message out the sent message in: its fields
-// are set from in's, sharing their values (no deep copy).
+// are set from in's, sharing their values (no deep copy). The link's four
+// stream messages are a single oneof each, assigned directly; any other
+// message goes field by field through protoreflect.
 func (handover) Copy(out, in any) error {
+	switch o := out.(type) {
+	case *wire.AttemptUp:
+		if i, ok := in.(*wire.AttemptUp); ok {
+			o.Msg = i.Msg
+			return nil
+		}
+	case *wire.AttemptDown:
+		if i, ok := in.(*wire.AttemptDown); ok {
+			o.Msg = i.Msg
+			return nil
+		}
+	case *wire.NodeMessage:
+		if i, ok := in.(*wire.NodeMessage); ok {
+			o.Msg = i.Msg
+			return nil
+		}
+	case *wire.EdgeMessage:
+		if i, ok := in.(*wire.EdgeMessage); ok {
+			o.Msg = i.Msg
+			return nil
+		}
+	}
 	src, ok := in.(proto.Message)
 	dst, ok2 := out.(proto.Message)
 	if !ok || !ok2 {

@@ -94,4 +94,12 @@ func TestHandoverSharesNotCopies(t *testing.T) {
 	if err := (handover{}).Copy(&wire.AttemptDown{}, in); err == nil {
 		t.Fatal("an AttemptUp filled an AttemptDown")
 	}
+	// The fast path assigns the one oneof of the link's stream messages:
+	// a field added beside it would be dropped, so none may be.
+	for _, m := range []proto.Message{&wire.AttemptUp{}, &wire.AttemptDown{}, &wire.NodeMessage{}, &wire.EdgeMessage{}} {
+		md := m.ProtoReflect().Descriptor()
+		if md.Oneofs().Len() != 1 || md.Oneofs().Get(0).Fields().Len() != md.Fields().Len() {
+			t.Errorf("%s has fields outside its oneof: extend handover.Copy", md.FullName())
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -41,7 +42,8 @@ func fastUpstream() http.Handler {
 func benchCluster(b *testing.B) *Cluster {
 	up := httptest.NewServer(fastUpstream())
 	b.Cleanup(up.Close)
-	return Start(b, Options{TCPNodeLink: true}, func(c *Cluster) []NodeSpec {
+	// TCP unless IOP_TEST_NODE_LINK=in-process.
+	return Start(b, Options{TCPNodeLink: os.Getenv("IOP_TEST_NODE_LINK") != LinkInProcess}, func(c *Cluster) []NodeSpec {
 		n := nodeagent.ProviderConfig{ID: "n", Adapter: "openai", Path: nodeagent.PathNormalized, BaseURL: up.URL + "/v1", Models: []string{"bench-n"}, Capacity: 100000}
 		t := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"bench-t"}, Capacity: 100000}
 		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{n, t}}}
@@ -49,7 +51,8 @@ func benchCluster(b *testing.B) *Cluster {
 }
 
 // BenchmarkGateway measures requests through an in-process edge and node
-// (TCP node link) to an instant upstream: `go test -bench Gateway
+// (TCP node link, or the in-process channel with
+// IOP_TEST_NODE_LINK=in-process) to an instant upstream: `go test -bench Gateway
 // -cpuprofile` profiles the hot path. make bench measures processes.
 func BenchmarkGateway(b *testing.B) {
 	c := benchCluster(b)
