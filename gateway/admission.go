@@ -25,13 +25,20 @@ func (g *Gateway) admit(c echo.Context, a *accessInfo, sreq *streamgate.Request)
 
 // outputReserve is the output tokens a request reserves.
 func outputReserve(cfg *Config, sreq *streamgate.Request) int64 {
-	if sreq.Surface == streamgate.SurfaceTunnelOnly && sreq.Work.Run == nil && isEmbeddings(sreq) {
-		return 0 // an embedding has no output tokens
+	if sreq.Surface == streamgate.SurfaceTunnelOnly && sreq.Work.Run == nil && isEmbeddings(sreq) || isCountTokens(sreq) {
+		return 0 // an embedding, a token count: no output tokens
+	}
+	if sreq.OutputLimit > 0 {
+		return sreq.OutputLimit
 	}
 	if r := sreq.Work.Run; r != nil && r.Params.MaxTokens != nil && *r.Params.MaxTokens > 0 {
 		return *r.Params.MaxTokens
 	}
 	return cmp.Or(cfg.Auth.DefaultMaxTokens, 1024)
+}
+
+func isCountTokens(sreq *streamgate.Request) bool {
+	return sreq.Work.Tunnel != nil && sreq.Work.Tunnel.Path == "/v1/messages/count_tokens"
 }
 
 func isEmbeddings(sreq *streamgate.Request) bool {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/gateway/tenancy"
@@ -36,6 +37,8 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.POST("/v1/moderations", g.tunnelOnly("/v1/moderations"))
 	e.POST("/v1/images/generations", g.tunnelOnly("/v1/images/generations"))
 	e.POST("/v1/rerank", g.tunnelOnly("/v1/rerank"))
+	e.POST("/v1/messages", g.messages("/v1/messages"))
+	e.POST("/v1/messages/count_tokens", g.messages("/v1/messages/count_tokens"))
 	e.GET("/v1/models", g.listModels)
 	e.GET("/v1/models/:model", g.getModel)
 
@@ -60,6 +63,12 @@ func (g *Gateway) newEcho() *echo.Echo {
 // isOllamaPath reports whether a path answers in Ollama's error shape.
 func isOllamaPath(p string) bool { return strings.HasPrefix(p, "/api/") || p == "/" }
 
+// isMessagesPath reports whether p is Anthropic's Messages API, whose
+// errors are in Anthropic's shape.
+func isMessagesPath(p string) bool {
+	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/")
+}
+
 // writeError writes a gateway-originated error in the surface's shape.
 func writeError(c echo.Context, e *openai.Error) error {
 	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
@@ -69,6 +78,9 @@ func writeError(c echo.Context, e *openai.Error) error {
 	}
 	if isOllamaPath(c.Request().URL.Path) {
 		return c.JSONBlob(e.Status, (&ollama.Error{Status: e.Status, Message: e.Message}).Body())
+	}
+	if isMessagesPath(c.Request().URL.Path) {
+		return c.JSONBlob(e.Status, anthropic.New(e.Status, e.Message).Body())
 	}
 	return c.JSONBlob(e.Status, e.Body())
 }
@@ -167,7 +179,7 @@ func (g *Gateway) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		case tenancy.AuthMissing:
 			g.metrics.authFailures.Inc()
 			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",
-				Message: "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."})
+				Message: "You didn't provide an API key. Send it as 'Authorization: Bearer <key>' (or 'x-api-key: <key>')."})
 		default:
 			g.metrics.authFailures.Inc()
 			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest, Code: "invalid_api_key",

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
@@ -24,6 +25,10 @@ const (
 	// SurfaceOllamaEmbed is Ollama's /api/embed and /api/embeddings:
 	// native to an Ollama upstream, else OpenAI embeddings reshaped.
 	SurfaceOllamaEmbed
+	// SurfaceMessages is Anthropic's Messages API (/v1/messages and
+	// count_tokens), tunnelled to providers that serve it natively; its
+	// errors and in-band terminals are in Anthropic's shape.
+	SurfaceMessages
 )
 
 // IsOllama reports whether s answers in Ollama's shapes.
@@ -131,6 +136,9 @@ func (e *ollamaEnc) typedError(code, _ string, msg string) []byte {
 // errorResponse renders a gateway-originated error in the surface's
 // native shape.
 func errorResponse(s Surface, e *openai.Error) (http.Header, []byte) {
+	if s == SurfaceMessages {
+		return http.Header{"Content-Type": {"application/json"}}, anthropic.New(e.Status, e.Message).Body()
+	}
 	if s.IsOllama() {
 		return http.Header{"Content-Type": {"application/json; charset=utf-8"}}, (&ollama.Error{Status: e.Status, Message: e.Message}).Body()
 	}

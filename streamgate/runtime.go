@@ -116,6 +116,10 @@ type Request struct {
 	// PromptEstimate is the gateway's estimate of the prompt's tokens,
 	// charged when the upstream reports no usage.
 	PromptEstimate int64
+	// OutputLimit is the request's own output limit (max_tokens) when it
+	// has no normalized run to carry one (a tunnel-only surface); 0 when
+	// it sets none.
+	OutputLimit int64
 	// Continue returns the Work that continues the answer after prefix
 	// (the assistant text the client has) on model: the normalized run
 	// with the prefix as a trailing assistant message. Nil when the

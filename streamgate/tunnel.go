@@ -54,6 +54,8 @@ func (t *tunnelState) dialect() eventstream.Dialect {
 		return eventstream.DialectResponses
 	case t.surface.IsOllama():
 		return eventstream.DialectOllama
+	case t.surface == SurfaceMessages:
+		return eventstream.DialectAnthropic
 	}
 	return eventstream.DialectChat
 }

@@ -3,7 +3,9 @@ package streamgate
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
+	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
@@ -24,6 +26,11 @@ func tunnelTypedError(s Surface, contentType string, seq int64, code, typ, msg s
 		return (&ollama.Error{Message: code + ": " + msg}).Line()
 	case !isSSE(contentType):
 		return nil
+	case s == SurfaceMessages:
+		if !strings.HasPrefix(msg, code) {
+			msg = code + ": " + msg
+		}
+		return (&anthropic.Error{Type: messagesErrorType(code), Message: msg}).SSE()
 	case s == SurfaceResponses:
 		n := seq
 		ev1, _ := json.Marshal(map[string]any{"type": "error", "sequence_number": n, "code": code, "message": msg, "param": nil})
@@ -47,4 +54,16 @@ func isSSE(ct string) bool {
 func isNDJSON(ct string) bool {
 	f, stream := eventstream.FormatFor(ct)
 	return stream && f == eventstream.FormatNDJSON
+}
+
+// messagesErrorType is the Messages API error type of an in-band
+// terminal's code.
+func messagesErrorType(code string) string {
+	switch code {
+	case "rate_limit_exceeded", codeQueueFull, codeQueueTimeout:
+		return anthropic.TypeRateLimit
+	case codeShuttingDown, codeUpstreamUnavailable, codeNoProvider:
+		return anthropic.TypeOverloaded
+	}
+	return anthropic.TypeAPI
 }

@@ -14,21 +14,27 @@ const (
 	SurfaceImages      = "images"
 	SurfaceRerank      = "rerank"
 	SurfaceOllama      = "ollama"
+	// SurfaceMessages is Anthropic's Messages API (/v1/messages,
+	// /v1/messages/count_tokens), which vLLM, llama.cpp and Ollama serve.
+	SurfaceMessages = "messages"
 )
 
 // Surfaces are every surface, in the order configs list them.
-var Surfaces = []string{SurfaceChat, SurfaceResponses, SurfaceCompletions, SurfaceEmbeddings, SurfaceModerations, SurfaceImages, SurfaceRerank, SurfaceOllama}
+var Surfaces = []string{SurfaceChat, SurfaceResponses, SurfaceCompletions, SurfaceEmbeddings, SurfaceModerations, SurfaceImages, SurfaceRerank, SurfaceOllama,
+	SurfaceMessages}
 
 // tunnelPaths are the OpenAI request paths of the surfaces a tunnel
 // carries.
 var tunnelPaths = map[string]string{
-	"/v1/chat/completions":   SurfaceChat,
-	"/v1/responses":          SurfaceResponses,
-	"/v1/completions":        SurfaceCompletions,
-	"/v1/embeddings":         SurfaceEmbeddings,
-	"/v1/moderations":        SurfaceModerations,
-	"/v1/images/generations": SurfaceImages,
-	"/v1/rerank":             SurfaceRerank,
+	"/v1/chat/completions":      SurfaceChat,
+	"/v1/responses":             SurfaceResponses,
+	"/v1/completions":           SurfaceCompletions,
+	"/v1/embeddings":            SurfaceEmbeddings,
+	"/v1/moderations":           SurfaceModerations,
+	"/v1/images/generations":    SurfaceImages,
+	"/v1/rerank":                SurfaceRerank,
+	"/v1/messages":              SurfaceMessages,
+	"/v1/messages/count_tokens": SurfaceMessages,
 }
 
 // SurfaceOfPath names the surface of a tunnelled OpenAI request path (""

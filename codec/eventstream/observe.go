@@ -23,6 +23,9 @@ const (
 	DialectResponses
 	// DialectOllama: Ollama's NDJSON lines, ended by "done": true.
 	DialectOllama
+	// DialectAnthropic: Anthropic Messages events, typed by their "type",
+	// ended by message_stop (or an error event).
+	DialectAnthropic
 )
 
 // FormatFor returns the framing of a content type and whether it is a
@@ -71,6 +74,7 @@ type Observer struct {
 	Output Output
 
 	open map[int]bool    // chat: choice indexes without a finish_reason yet
+	msgs msgsUsage       // anthropic: usage of message_start, updated by message_delta
 	p    fastjson.Parser // reused for every event's JSON
 }
 
@@ -109,6 +113,8 @@ func (o *Observer) event(ev Event) {
 		o.responses(ev)
 	case DialectOllama:
 		o.ollama(ev.Data)
+	case DialectAnthropic:
+		o.anthropic(ev)
 	default:
 		o.chat(ev.Data)
 	}
@@ -283,6 +289,12 @@ func int64Field(v *fastjson.Value, keys ...string) *int64 {
 func usageOf(u *fastjson.Value) *execution.TokenUsage {
 	w := Usage{PromptTokens: u.GetInt64("prompt_tokens"), CompletionTokens: u.GetInt64("completion_tokens"),
 		InputTokens: u.GetInt64("input_tokens"), OutputTokens: u.GetInt64("output_tokens"), TotalTokens: u.GetInt64("total_tokens")}
+	// Anthropic counts cached input apart from input_tokens.
+	cacheRead := u.GetInt64("cache_read_input_tokens")
+	w.InputTokens += cacheRead + u.GetInt64("cache_creation_input_tokens")
+	if cacheRead > 0 {
+		w.InputTokensDetails = &CachedDetails{cacheRead}
+	}
 	if d := u.Get("prompt_tokens_details"); present(d) {
 		w.PromptTokensDetails = &CachedDetails{d.GetInt64("cached_tokens")}
 	}

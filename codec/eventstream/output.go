@@ -108,6 +108,8 @@ func BodyOutput(body []byte) Output {
 		o.event(chatOutput(v, true))
 	case v.Get("output") != nil:
 		o.event(responsesBodyOutput(v))
+	case string(v.GetStringBytes("type")) == "message":
+		o.event(messagesBodyOutput(v))
 	default:
 		o.event(ollamaOutput(v))
 	}

@@ -519,7 +519,7 @@ func (h *Hub) bounded(ad *wire.ProviderAdvertisement) (int, error) {
 	if len(ad.GetModels()) == 0 || len(ad.GetModels()) > h.limits.MaxModels {
 		return 0, fmt.Errorf("provider %q advertises %d models; 1 to %d are accepted", ids.Clip(ad.GetProviderId()), len(ad.GetModels()), h.limits.MaxModels)
 	}
-	if len(ad.GetSurfaces()) > 8 {
+	if len(ad.GetSurfaces()) > 16 {
 		return 0, fmt.Errorf("provider %q advertises %d surfaces", ids.Clip(ad.GetProviderId()), len(ad.GetSurfaces()))
 	}
 	names := append([]string{ad.GetProviderId(), ad.GetAdapter(), ad.GetTarget(), ad.GetInstanceKey(), ad.GetExecutionPath()}, ad.GetModels()...)

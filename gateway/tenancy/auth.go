@@ -181,6 +181,9 @@ func Bearer(r *http.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return strings.TrimSpace(v)
 	}
+	if v := r.Header.Get("X-Api-Key"); v != "" { // Anthropic's SDKs
+		return strings.TrimSpace(v)
+	}
 	return strings.TrimSpace(r.Header.Get("Api-Key"))
 }
 

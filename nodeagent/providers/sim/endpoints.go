@@ -170,9 +170,9 @@ func (p *Provider) tunnelCompletions(ctx context.Context, req *execution.Provide
 	c := &completion{id: "cmpl-" + strings.TrimPrefix(openai.NewChatID(), "chatcmpl-"), model: r.Model, created: time.Now().Unix(),
 		usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
 	if r.Stream {
-		return p.tunnelStream(ctx, run, emit, c.appendEvent)
+		return p.tunnelStream(ctx, run, emit, respondError, c.appendEvent)
 	}
-	return p.tunnelJSON(ctx, run, emit, c.add, c.body)
+	return p.tunnelJSON(ctx, run, emit, respondError, c.add, c.body)
 }
 
 // completion renders one legacy completion.

@@ -33,6 +33,10 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		return p.tunnelImages(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/rerank":
 		return p.tunnelRerank(req, emit)
+	case req.Method == http.MethodPost && path == "/v1/messages":
+		return p.tunnelMessages(ctx, req, emit)
+	case req.Method == http.MethodPost && path == "/v1/messages/count_tokens":
+		return p.tunnelCountTokens(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/chat/completions":
 		r, e := openai.DecodeChatRequest(req.Body, openai.Limits{})
 		if e != nil {
@@ -41,10 +45,10 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		run := r.RunRequest()
 		if r.Stream {
 			s := openai.NewChatStream(openai.NewChatID(), r.Model, time.Now().Unix(), r.IncludeUsage)
-			return p.tunnelStream(ctx, run, emit, s.Append)
+			return p.tunnelStream(ctx, run, emit, respondError, s.Append)
 		}
 		acc := openai.NewChatAccumulator(openai.NewChatID(), r.Model, time.Now().Unix())
-		return p.tunnelJSON(ctx, run, emit, acc.Add, acc.Body)
+		return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
 	case req.Method == http.MethodPost && path == "/v1/responses":
 		r, e := openai.DecodeResponsesRequest(req.Body, openai.Limits{})
 		if e != nil {
@@ -55,10 +59,10 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		echo.Store = new(false) // the sim stores no response: it says so, as iop's translated path does
 		if r.Stream {
 			s := openai.NewResponsesStream(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
-			return p.tunnelStream(ctx, run, emit, s.Append)
+			return p.tunnelStream(ctx, run, emit, respondError, s.Append)
 		}
 		acc := openai.NewResponseAccumulator(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
-		return p.tunnelJSON(ctx, run, emit, acc.Add, acc.Body)
+		return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
 	}
 	return respondError(emit, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
 		Message: "Invalid URL (" + req.Method + " " + path + ")"})
@@ -114,20 +118,23 @@ func (p *Provider) tunnelModels(emit *execution.FrameEmitter) error {
 }
 
 // scriptedError answers the plan's error status, if any.
-func (p *Provider) scriptedError(pl plan, emit *execution.FrameEmitter) bool {
+// errorWriter answers with an error in the request's API shape.
+type errorWriter func(*execution.FrameEmitter, *openai.Error) error
+
+func (p *Provider) scriptedError(pl plan, emit *execution.FrameEmitter, respond errorWriter) bool {
 	if pl.errorStatus == 0 {
 		return false
 	}
 	ue := upstreamError(pl.errorStatus)
-	_ = respondError(emit, &openai.Error{Status: ue.Status, Type: ue.Type, Code: ue.Code, Param: ue.Param, Message: ue.Message})
+	_ = respond(emit, &openai.Error{Status: ue.Status, Type: ue.Type, Code: ue.Code, Param: ue.Param, Message: ue.Message})
 	return true
 }
 
 // tunnelStream streams the answer as SSE, one body frame per event.
-func (p *Provider) tunnelStream(ctx context.Context, run *execution.RunRequest, emit *execution.FrameEmitter,
+func (p *Provider) tunnelStream(ctx context.Context, run *execution.RunRequest, emit *execution.FrameEmitter, respond errorWriter,
 	render func([]byte, execution.RunEvent) []byte) error {
 	pl := p.nextPlan()
-	if p.scriptedError(pl, emit) {
+	if p.scriptedError(pl, emit, respond) {
 		return nil
 	}
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("text/event-stream; charset=utf-8")})
@@ -156,10 +163,10 @@ func (p *Provider) tunnelStream(ctx context.Context, run *execution.RunRequest, 
 }
 
 // tunnelJSON answers with one JSON body after the whole answer.
-func (p *Provider) tunnelJSON(ctx context.Context, run *execution.RunRequest, emit *execution.FrameEmitter,
+func (p *Provider) tunnelJSON(ctx context.Context, run *execution.RunRequest, emit *execution.FrameEmitter, respond errorWriter,
 	add func(execution.RunEvent), body func() []byte) error {
 	pl := p.nextPlan()
-	if p.scriptedError(pl, emit) {
+	if p.scriptedError(pl, emit, respond) {
 		return nil
 	}
 	a := p.compose(run)

@@ -1,0 +1,116 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/iopgw/iop/execution"
+)
+
+func TestDecodeRequiresWhatTheAPIRequires(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`:                  "model",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`:                     "max_tokens",
+		`{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`:      "max_tokens",
+		`{"model":"m","max_tokens":5}`:                                                  "messages",
+		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"hi"}]}`:    "role",
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":7}]}`:         "content",
+		`{"model":"m","max_tokens":"five","messages":[{"role":"user","content":"hi"}]}`: "valid",
+	} {
+		_, e := Decode([]byte(body))
+		if e == nil || e.Status != http.StatusBadRequest || e.Type != TypeInvalidRequest || !strings.Contains(e.Message, want) {
+			t.Errorf("%s: %v, want a 400 naming %s", body, e, want)
+		}
+	}
+	if _, e := DecodeCount([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)); e != nil {
+		t.Errorf("count_tokens needs no max_tokens: %v", e)
+	}
+}
+
+func TestDecodeNeutralForm(t *testing.T) {
+	r, e := Decode([]byte(`{"model":"m","max_tokens":9,"stream":true,"system":[{"type":"text","text":"be "},{"type":"text","text":"brief"}],
+		"temperature":0.2,"stop_sequences":["x"],"messages":[
+		{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGk="}}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"tu1","name":"f","input":{"a":1}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":"ok"}]}]}`))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if !r.Stream || r.MaxTokens != 9 || *r.Run.Params.MaxTokens != 9 || *r.Run.Params.Temperature != 0.2 || r.Run.Params.Stop[0] != "x" {
+		t.Fatalf("head: %+v %+v", r, r.Run.Params)
+	}
+	m := r.Run.Messages
+	if len(m) != 5 || m[0].Role != "system" || m[0].Content != "be brief" || m[1].Content != "look" || m[1].Images[0] != "data:image/png;base64,aGk=" ||
+		m[2].ToolCalls[0].ID != "tu1" || m[2].ToolCalls[0].Arguments != `{"a":1}` || m[4].Role != "tool" || m[4].ToolCallID != "tu1" || m[4].Content != "ok" {
+		t.Fatalf("messages: %+v", m)
+	}
+}
+
+// TestStreamEventSequence: the opening events come first, once, with the
+// first output; the answer ends with content_block_stop, message_delta
+// (stop reason, usage) and message_stop.
+func TestStreamEventSequence(t *testing.T) {
+	s := NewStream("msg_1", "m")
+	var out []byte
+	for _, ev := range []execution.RunEvent{{Type: execution.EventTypeStart}, {Type: execution.EventTypeDelta, Delta: "Hel"},
+		{Type: execution.EventTypeDelta, Delta: "lo"}, {Type: execution.EventTypeComplete, FinishReason: "length",
+			Usage: &execution.TokenUsage{PromptTokens: 3, CompletionTokens: 2}}} {
+		out = s.Append(out, ev)
+	}
+	var names []string
+	var last map[string]any
+	for _, block := range strings.Split(strings.TrimSpace(string(out)), "\n\n") {
+		name, data, _ := strings.Cut(block, "\ndata: ")
+		names = append(names, strings.TrimPrefix(name, "event: "))
+		if err := json.Unmarshal([]byte(data), &last); err != nil {
+			t.Fatal(err)
+		}
+		if last["type"] != names[len(names)-1] {
+			t.Fatalf("event %s carries type %v", names[len(names)-1], last["type"])
+		}
+		if names[len(names)-1] == "message_delta" {
+			if last["delta"].(map[string]any)["stop_reason"] != "max_tokens" || last["usage"].(map[string]any)["output_tokens"] != 2.0 {
+				t.Fatalf("message_delta: %v", last)
+			}
+		}
+	}
+	want := "message_start content_block_start ping content_block_delta content_block_delta content_block_stop message_delta message_stop"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("events %v, want %s", names, want)
+	}
+}
+
+func TestAccumulatorBody(t *testing.T) {
+	a := NewAccumulator("msg_1", "m")
+	a.Add(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "hi"})
+	a.Add(execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: "stop", Usage: &execution.TokenUsage{PromptTokens: 1, CompletionTokens: 1}})
+	var m struct {
+		Type       string `json:"type"`
+		Content    []struct{ Type, Text string }
+		StopReason string `json:"stop_reason"`
+		Usage      struct {
+			In  int `json:"input_tokens"`
+			Out int `json:"output_tokens"`
+		}
+	}
+	if err := json.Unmarshal(a.Body(), &m); err != nil || m.Type != "message" || m.Content[0].Text != "hi" || m.StopReason != "end_turn" || m.Usage.In != 1 || m.Usage.Out != 1 {
+		t.Fatalf("%s %v", a.Body(), err)
+	}
+}
+
+func TestErrorShapes(t *testing.T) {
+	e := New(529, "busy")
+	if string(e.Body()) != `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}` {
+		t.Fatalf("%s", e.Body())
+	}
+	if !strings.HasPrefix(string(e.SSE()), "event: error\ndata: {") || !strings.HasSuffix(string(e.SSE()), "}\n\n") {
+		t.Fatalf("%q", e.SSE())
+	}
+	for _, s := range []int{400, 401, 403, 404, 413, 429, 500, 529} {
+		if got := StatusForType(TypeForStatus(s)); got != s {
+			t.Errorf("status %d → %s → %d", s, TypeForStatus(s), got)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/testing/e2e"
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// anthropicOutcome is what anthropic.mjs prints.
+type anthropicOutcome struct {
+	Status   int    `json:"status"`
+	Terminal string `json:"terminal"`
+	Text     string `json:"text"`
+	Events   int    `json:"events"`
+	Input    int    `json:"input"`
+	Output   int    `json:"output"`
+	Stop     string `json:"stop"`
+	Error    *struct {
+		Class   string `json:"class"`
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func runAnthropic(t *testing.T, base, key, scenario string) anthropicOutcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "anthropic.mjs", base, key, scenario)
+	cmd.Dir = jsDir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", scenario, err, stderr.String())
+	}
+	var o anthropicOutcome
+	if err := json.Unmarshal(out, &o); err != nil {
+		t.Fatalf("%s: decoding %q: %v", scenario, out, err)
+	}
+	return o
+}
+
+// TestAnthropicSDK drives iop's /v1/messages with the official Anthropic
+// SDK (x-api-key, anthropic-version) against sim providers that serve
+// the Messages API natively: a JSON answer and a stream with their usage
+// and stop reason, tools and an image accepted, count_tokens, a client
+// cancel, errors in Anthropic's shape (unknown model, a wrong key, a
+// model no provider serves the surface of), a provider failing before
+// its first byte replayed on another one, and a stream cut or stalled
+// after commit ending with Anthropic's error event (the SDK raises it),
+// never a tidy end.
+func TestAnthropicSDK(t *testing.T) {
+	if !fileExists(jsDir + "/node_modules/@anthropic-ai/sdk/package.json") {
+		t.Fatal("the Anthropic SDK is not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
+	}
+	sim := func(id string, cfg nodeagent.SimConfig, models ...string) nodeagent.ProviderConfig {
+		p := e2e.Sim(id, cfg)
+		p.Models = models
+		return p
+	}
+	c := e2e.Start(t, e2e.Options{Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team", SHA256: gateway.HashToken("sk-ant-test")}}
+	}}, func(*e2e.Cluster) []e2e.NodeSpec {
+		chatOnly := sim("chat-only", nodeagent.SimConfig{}, "chat-only")
+		chatOnly.Surfaces = []string{"chat"}
+		stall := sim("stall", nodeagent.SimConfig{StallAfter: 3}, "staller")
+		stall.ResponseStallTimeoutMS = 300
+		return []e2e.NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{
+			sim("a", nodeagent.SimConfig{}, "claude-sim"),
+			sim("flaky", nodeagent.SimConfig{ErrorStatus: 529, ErrorCount: 1}, "flaky"),
+			sim("flaky-b", nodeagent.SimConfig{}, "flaky"),
+			sim("cut", nodeagent.SimConfig{CutAfter: 3}, "cutter"),
+			stall, chatOnly,
+		}, Configure: func(nc *nodeagent.Config) { nc.Liveness.CloseGrace = 100 * time.Millisecond }}}
+	})
+	const key = "sk-ant-test"
+	ok := func(o anthropicOutcome, scenario string) {
+		t.Helper()
+		if o.Terminal != "ok" || o.Status != 200 {
+			t.Fatalf("%s: %+v", scenario, o)
+		}
+	}
+	o := runAnthropic(t, c.URL, key, "text:claude-sim")
+	ok(o, "text")
+	if !strings.Contains(o.Text, "You said: hi") || o.Input == 0 || o.Output == 0 || o.Stop != "end_turn" {
+		t.Fatalf("text: %+v", o)
+	}
+	o = runAnthropic(t, c.URL, key, "stream:claude-sim")
+	ok(o, "stream")
+	if !strings.Contains(o.Text, "You said: hi") || o.Events < 6 || o.Output == 0 || o.Stop != "end_turn" {
+		t.Fatalf("stream: %+v", o)
+	}
+	for _, s := range []string{"tools:claude-sim", "image:claude-sim"} {
+		ok(runAnthropic(t, c.URL, key, s), s)
+	}
+	if o = runAnthropic(t, c.URL, key, "count:claude-sim"); o.Terminal != "ok" || o.Input == 0 {
+		t.Fatalf("count: %+v", o)
+	}
+	if o = runAnthropic(t, c.URL, key, "cancel:claude-sim"); o.Terminal != "cancelled" {
+		t.Fatalf("cancel: %+v", o)
+	}
+	// Failover before commit: the first provider's 529 is replayed.
+	if o = runAnthropic(t, c.URL, key, "text:flaky"); o.Terminal != "ok" || !strings.Contains(o.Text, "You said") {
+		t.Fatalf("a 529 before the first byte must be replayed: %+v", o)
+	}
+	for _, tc := range []struct {
+		scenario, key, class, typ string
+		status                    int
+	}{
+		{"error:no-such-model", key, "NotFoundError", "not_found_error", 404},
+		{"error:claude-sim", "sk-wrong", "AuthenticationError", "authentication_error", 401},
+		{"error:chat-only", key, "NotFoundError", "not_found_error", 404},
+	} {
+		o := runAnthropic(t, c.URL, tc.key, tc.scenario)
+		if o.Status != tc.status || o.Error == nil || o.Error.Class != tc.class || o.Error.Type != tc.typ {
+			t.Errorf("%s: want %d %s %s, got %+v (%+v)", tc.scenario, tc.status, tc.class, tc.typ, o, o.Error)
+		}
+	}
+	// After commit: a cut or a stall ends with Anthropic's error event,
+	// which the SDK raises; never a complete-looking message.
+	for _, s := range []string{"stream:cutter", "stream:staller"} {
+		o := runAnthropic(t, c.URL, key, s)
+		if o.Terminal != "error" || o.Error == nil || o.Stop != "" {
+			t.Errorf("%s: a broken stream must end with the error event: %+v", s, o)
+		}
+	}
+}

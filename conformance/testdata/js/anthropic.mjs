@@ -1,0 +1,66 @@
+// Runs one Anthropic Messages scenario with the official Anthropic SDK
+// (@anthropic-ai/sdk) and prints its outcome as one JSON line. Usage:
+//   node anthropic.mjs <baseURL> <apiKey> <scenario>:<model>
+// scenarios: text, stream, tools, image, count, cancel (abort after the
+// first text delta), error (any request expected to fail).
+import Anthropic from "@anthropic-ai/sdk";
+
+const [baseURL, apiKey, scenario] = process.argv.slice(2);
+const [kind, model] = scenario.split(":");
+const client = new Anthropic({ baseURL, apiKey, maxRetries: 0 });
+const out = { status: 200, terminal: "ok", text: "", events: 0, input: 0, output: 0, stop: null, error: null, requestID: null };
+
+function fail(e) {
+  out.terminal = "error";
+  out.status = e.status ?? 0;
+  out.error = { class: e.constructor?.name ?? "Error", type: e.error?.error?.type ?? e.error?.type ?? null, message: e.message ?? "" };
+  out.requestID = e.headers?.get?.("x-request-id") ?? null;
+}
+
+const msgs = [{ role: "user", content: "hi" }];
+try {
+  if (kind === "text" || kind === "error") {
+    const { data, response } = await client.messages.create({ model, max_tokens: 64, system: "be brief", messages: msgs }).withResponse();
+    out.requestID = response.headers.get("x-request-id");
+    out.text = data.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    out.input = data.usage.input_tokens;
+    out.output = data.usage.output_tokens;
+    out.stop = data.stop_reason;
+  } else if (kind === "tools" || kind === "image") {
+    const content = kind === "image"
+      ? [{ type: "text", text: "what is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }]
+      : "what's the weather?";
+    const params = { model, max_tokens: 64, messages: [{ role: "user", content }] };
+    if (kind === "tools") {
+      params.tools = [{ name: "weather", description: "the weather", input_schema: { type: "object", properties: { city: { type: "string" } } } }];
+      params.tool_choice = { type: "auto" };
+    }
+    const data = await client.messages.create(params);
+    out.text = data.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    out.stop = data.stop_reason;
+  } else if (kind === "stream" || kind === "cancel") {
+    const stream = client.messages.stream({ model, max_tokens: 64, messages: msgs });
+    for await (const ev of stream) {
+      out.events++;
+      if (ev.type === "content_block_delta" && ev.delta.type === "text_delta") {
+        out.text += ev.delta.text;
+        if (kind === "cancel") { stream.abort(); out.terminal = "cancelled"; break; }
+      }
+    }
+    if (kind === "stream") {
+      const final = await stream.finalMessage();
+      out.input = final.usage.input_tokens;
+      out.output = final.usage.output_tokens;
+      out.stop = final.stop_reason;
+    }
+  } else if (kind === "count") {
+    const r = await client.messages.countTokens({ model, messages: msgs });
+    out.input = r.input_tokens;
+  } else {
+    throw new Error("unknown scenario " + kind);
+  }
+} catch (e) {
+  if (e instanceof Anthropic.APIUserAbortError) out.terminal = "cancelled";
+  else fail(e);
+}
+console.log(JSON.stringify(out));

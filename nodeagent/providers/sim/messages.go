@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/iopgw/iop/codec/anthropic"
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
+)
+
+// tunnelMessages answers POST /v1/messages as Anthropic's Messages API
+// does: one JSON message, or the SSE event sequence (message_start,
+// content_block_start, ping, content_block_delta…, content_block_stop,
+// message_delta with the stop reason and usage, message_stop), with the
+// sim's scripted faults; errors in Anthropic's shape.
+func (p *Provider) tunnelMessages(ctx context.Context, req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	r, ae := anthropic.Decode(req.Body)
+	if ae != nil {
+		return respondMessagesError(emit, &openai.Error{Status: ae.Status, Message: ae.Message})
+	}
+	id := anthropic.NewMessageID()
+	if r.Stream {
+		s := anthropic.NewStream(id, r.Model)
+		return p.tunnelStream(ctx, r.Run, emit, respondMessagesError, s.Append)
+	}
+	acc := anthropic.NewAccumulator(id, r.Model)
+	return p.tunnelJSON(ctx, r.Run, emit, respondMessagesError, acc.Add, acc.Body)
+}
+
+// tunnelCountTokens answers POST /v1/messages/count_tokens with the
+// prompt's token count as the sim counts it for usage.
+func (p *Provider) tunnelCountTokens(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	r, ae := anthropic.DecodeCount(req.Body)
+	if ae != nil {
+		return respondMessagesError(emit, &openai.Error{Status: ae.Status, Message: ae.Message})
+	}
+	n := p.compose(r.Run).usage().PromptTokens
+	return respondJSON(emit, map[string]int64{"input_tokens": n}, &execution.TokenUsage{PromptTokens: n, TotalTokens: n})
+}
+
+// respondMessagesError answers with e in Anthropic's error shape.
+func respondMessagesError(emit *execution.FrameEmitter, e *openai.Error) error {
+	h := header("application/json")
+	if e.Status == http.StatusTooManyRequests {
+		h["Retry-After"] = []string{"1"}
+	}
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: e.Status, Header: h})
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: anthropic.New(e.Status, e.Message).Body()})
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+	return nil
+}
