@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -29,16 +28,7 @@ func TestGatewayAllInOne(t *testing.T) {
 	base := "listen: 127.0.0.1:0\nnode_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n"
 	node := "node:\n  providers:\n    - {id: sim, adapter: sim, models: [iop-sim], capacity: 4}\n"
 	write(base + node + "auth: {keys: [{id: a, sha256: " + hashHex("key-a") + "}]}\n")
-	cmd := exec.Command(os.Args[0], "gateway", "--config", path)
-	cmd.Env = append(os.Environ(), "IOP_TEST_MAIN=1")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	logs := tailLog(stderr)
-	up := logs.wait(t, "edge listening")
-	api, admin := "http://"+up["http"].(string), "http://"+up["admin"].(string)
+	cmd, logs, api, admin := startGatewayProcess(t, path)
 	chat := func(key string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, api+"/v1/chat/completions",
 			strings.NewReader(`{"model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`))

@@ -70,6 +70,22 @@ func (lt *logTail) wait(t *testing.T, msg string) map[string]any {
 	}
 }
 
+// startGatewayProcess runs `iop gateway --config path` as a child
+// process, killed at the test's end, and waits for it to listen.
+func startGatewayProcess(t *testing.T, path string) (cmd *exec.Cmd, logs *logTail, api, admin string) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "gateway", "--config", path)
+	cmd.Env = append(os.Environ(), "IOP_TEST_MAIN=1")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	logs = tailLog(stderr)
+	up := logs.wait(t, "edge listening")
+	return cmd, logs, "http://" + up["http"].(string), "http://" + up["admin"].(string)
+}
+
 // TestGatewaySIGHUP runs `iop gateway` as a process: SIGHUP re-reads the
 // file (a client key added applies; the process lives on), an invalid
 // file is rejected and the old configuration keeps running, and the
@@ -84,16 +100,7 @@ func TestGatewaySIGHUP(t *testing.T) {
 	}
 	base := "listen: 127.0.0.1:0\nnode_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nnodes: [{id: n, token: t}]\n"
 	write(base + "auth: {keys: [{id: a, sha256: " + hashHex("key-a") + "}]}\n")
-	cmd := exec.Command(os.Args[0], "gateway", "--config", path)
-	cmd.Env = append(os.Environ(), "IOP_TEST_MAIN=1")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	logs := tailLog(stderr)
-	up := logs.wait(t, "edge listening")
-	api, admin := "http://"+up["http"].(string), "http://"+up["admin"].(string)
+	cmd, logs, api, admin := startGatewayProcess(t, path)
 	status := func(key string) int {
 		req, _ := http.NewRequest(http.MethodGet, api+"/v1/models", nil)
 		req.Header.Set("Authorization", "Bearer "+key)

@@ -1,20 +1,15 @@
 package anthropic
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/ids"
 )
 
 // NewMessageID returns a fresh msg_ id.
-func NewMessageID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "msg_" + hex.EncodeToString(b)
-}
+func NewMessageID() string { return "msg_" + ids.New() }
 
 // StopReason maps a run's finish reason to the API's stop_reason.
 func StopReason(finish string) string {

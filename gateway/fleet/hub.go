@@ -581,10 +581,7 @@ func (h *Hub) AllSeen() bool {
 func (h *Hub) Wait() {
 	h.mu.Lock()
 	h.stopped = true
-	conns := make([]*nodeConn, 0, len(h.conns))
-	for _, c := range h.conns {
-		conns = append(conns, c)
-	}
+	conns := h.connsLocked()
 	h.mu.Unlock()
 	// Sessions on the in-process channel end here (a network server's
 	// Stop has already ended its own).
@@ -820,14 +817,20 @@ func (h *Hub) Nodes() []NodeInfo {
 func (h *Hub) Drain() {
 	h.mu.Lock()
 	h.draining = true
-	conns := make([]*nodeConn, 0, len(h.conns))
-	for _, c := range h.conns {
-		conns = append(conns, c)
-	}
+	conns := h.connsLocked()
 	h.mu.Unlock()
 	for _, c := range conns {
 		c.endParked()
 	}
+}
+
+// connsLocked is the registered connections (h.mu held).
+func (h *Hub) connsLocked() []*nodeConn {
+	conns := make([]*nodeConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // command runs one provider command on a connection and returns its

@@ -18,7 +18,7 @@ const module = "github.com/iopgw/iop/"
 var allowed = map[string][]string{
 	"execution":            {},
 	"codec/jsonstrict":     {},
-	"codec":                {"execution", "codec"},
+	"codec":                {"execution", "codec", "internal/ids"},
 	"wire":                 {"execution"},
 	"internal/httphdr":     {},
 	"internal/konfig":      {},
