@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	antoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/iopgw/iop/gateway"
 	"github.com/iopgw/iop/internal/testing/e2e"
@@ -62,26 +66,7 @@ func TestAnthropicSDK(t *testing.T) {
 	if !fileExists(jsDir + "/node_modules/@anthropic-ai/sdk/package.json") {
 		t.Fatal("the Anthropic SDK is not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
 	}
-	sim := func(id string, cfg nodeagent.SimConfig, models ...string) nodeagent.ProviderConfig {
-		p := e2e.Sim(id, cfg)
-		p.Models = models
-		return p
-	}
-	c := e2e.Start(t, e2e.Options{Gateway: func(g *gateway.Config) {
-		g.Auth.Keys = []gateway.KeyConfig{{ID: "team", SHA256: gateway.HashToken("sk-ant-test")}}
-	}}, func(*e2e.Cluster) []e2e.NodeSpec {
-		chatOnly := sim("chat-only", nodeagent.SimConfig{}, "chat-only")
-		chatOnly.Surfaces = []string{"chat"}
-		stall := sim("stall", nodeagent.SimConfig{StallAfter: 3}, "staller")
-		stall.ResponseStallTimeoutMS = 300
-		return []e2e.NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{
-			sim("a", nodeagent.SimConfig{}, "claude-sim"),
-			sim("flaky", nodeagent.SimConfig{ErrorStatus: 529, ErrorCount: 1}, "flaky"),
-			sim("flaky-b", nodeagent.SimConfig{}, "flaky"),
-			sim("cut", nodeagent.SimConfig{CutAfter: 3}, "cutter"),
-			stall, chatOnly,
-		}, Configure: func(nc *nodeagent.Config) { nc.Liveness.CloseGrace = 100 * time.Millisecond }}}
-	})
+	c := anthropicCluster(t)
 	const key = "sk-ant-test"
 	ok := func(o anthropicOutcome, scenario string) {
 		t.Helper()
@@ -133,4 +118,70 @@ func TestAnthropicSDK(t *testing.T) {
 			t.Errorf("%s: a broken stream must end with the error event: %+v", s, o)
 		}
 	}
+}
+
+// TestAnthropicGoSDK is the same surface through the official Go SDK
+// (anthropic-sdk-go): a message, a stream accumulated into one, and the
+// error shape of an unknown model and of a stream cut after commit.
+func TestAnthropicGoSDK(t *testing.T) {
+	c := anthropicCluster(t)
+	client := anthropic.NewClient(antoption.WithBaseURL(c.URL), antoption.WithAPIKey("sk-ant-test"), antoption.WithMaxRetries(0))
+	ctx := t.Context()
+	params := func(model string) anthropic.MessageNewParams {
+		return anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}
+	}
+	msg, err := client.Messages.New(ctx, params("claude-sim"))
+	if err != nil || len(msg.Content) == 0 || !strings.Contains(msg.Content[0].Text, "You said: hi") || msg.Usage.OutputTokens == 0 ||
+		msg.StopReason != anthropic.StopReasonEndTurn {
+		t.Fatalf("message %+v: %v", msg, err)
+	}
+	stream := client.Messages.NewStreaming(ctx, params("claude-sim"))
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil || !strings.Contains(acc.Content[0].Text, "You said: hi") || acc.Usage.OutputTokens == 0 {
+		t.Fatalf("stream %+v: %v", acc, err)
+	}
+	_, err = client.Messages.New(ctx, params("no-such-model"))
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || !strings.Contains(apiErr.RawJSON(), "not_found_error") {
+		t.Fatalf("unknown model: %v", err)
+	}
+	cut := client.Messages.NewStreaming(ctx, params("cutter"))
+	for cut.Next() {
+	}
+	if cut.Err() == nil {
+		t.Fatal("a stream cut after commit ended without an error")
+	}
+}
+
+// anthropicCluster is an edge with one key (sk-ant-test) and sim
+// providers serving the Messages API: claude-sim; flaky (a 529 first,
+// then a healthy provider); cutter (cut after 3 tokens); staller (stalls
+// after 3, 300 ms stall timeout); chat-only (declares only chat).
+func anthropicCluster(t *testing.T) *e2e.Cluster {
+	sim := func(id string, cfg nodeagent.SimConfig, models ...string) nodeagent.ProviderConfig {
+		p := e2e.Sim(id, cfg)
+		p.Models = models
+		return p
+	}
+	return e2e.Start(t, e2e.Options{Gateway: func(g *gateway.Config) {
+		g.Auth.Keys = []gateway.KeyConfig{{ID: "team", SHA256: gateway.HashToken("sk-ant-test")}}
+	}}, func(*e2e.Cluster) []e2e.NodeSpec {
+		chatOnly := sim("chat-only", nodeagent.SimConfig{}, "chat-only")
+		chatOnly.Surfaces = []string{"chat"}
+		stall := sim("stall", nodeagent.SimConfig{StallAfter: 3}, "staller")
+		stall.ResponseStallTimeoutMS = 300
+		return []e2e.NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{
+			sim("a", nodeagent.SimConfig{}, "claude-sim"),
+			sim("flaky", nodeagent.SimConfig{ErrorStatus: 529, ErrorCount: 1}, "flaky"),
+			sim("flaky-b", nodeagent.SimConfig{}, "flaky"),
+			sim("cut", nodeagent.SimConfig{CutAfter: 3}, "cutter"),
+			stall, chatOnly,
+		}, Configure: func(nc *nodeagent.Config) { nc.Liveness.CloseGrace = 100 * time.Millisecond }}}
+	})
 }

@@ -13,7 +13,7 @@ func TestDecodeRequiresWhatTheAPIRequires(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`:                  "model",
 		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`:                     "max_tokens",
-		`{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`:      "max_tokens",
+		`{"model":"m","max_tokens":-1,"messages":[{"role":"user","content":"hi"}]}`:     "max_tokens",
 		`{"model":"m","max_tokens":5}`:                                                  "messages",
 		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"hi"}]}`:    "role",
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":7}]}`:         "content",

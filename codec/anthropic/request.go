@@ -75,8 +75,8 @@ func decode(body []byte, needMax bool) (*Request, *Error) {
 		return nil, New(http.StatusBadRequest, "model: Field required")
 	case needMax && w.MaxTokens == nil:
 		return nil, New(http.StatusBadRequest, "max_tokens: Field required")
-	case needMax && *w.MaxTokens < 1:
-		return nil, New(http.StatusBadRequest, "max_tokens: Input should be greater than or equal to 1")
+	case needMax && *w.MaxTokens < 0: // 0 warms the prompt cache without an answer
+		return nil, New(http.StatusBadRequest, "max_tokens: Input should be greater than or equal to 0")
 	case len(w.Messages) == 0:
 		return nil, New(http.StatusBadRequest, "messages: Field required")
 	}
