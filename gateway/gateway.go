@@ -135,7 +135,7 @@ func (g *Gateway) newFleet(cfg *Config) {
 		Aliases: func(model string) []pool.ModelTarget { return g.config().aliasTargets(model) }, Registerer: g.reg})
 	g.metrics = newEdgeMetrics(g.reg)
 	g.hub = fleet.NewHub(fleet.HubConfig{Nodes: cfg.Nodes, Pool: g.pool, Log: g.log, Registerer: g.reg, EdgeID: cfg.EdgeID, MTLS: cfg.NodeTLS.ClientCAFile != "",
-		Limits: &cfg.NodeLimits, Link: &cfg.NodeLink, DrainTimeout: cfg.DrainTimeout, OnConnect: g.probeOnConnect})
+		Limits: &cfg.NodeLimits, Link: &cfg.NodeLink, DrainTimeout: cfg.DrainTimeout, ProbeOnConnect: true})
 }
 
 // newRuntime builds tracing and the request runtime's configuration.
@@ -325,7 +325,7 @@ func (g *Gateway) Serve(ctx context.Context, httpLn, nodeLn, adminLn net.Listene
 		wg.Go(func() { errc <- ignoreClosed(g.adminSrv.Serve(adminLn)) })
 	}
 	pctx, stopProbes := context.WithCancel(ctx)
-	wg.Go(func() { g.runRecoveryProbes(pctx) })
+	wg.Go(func() { g.hub.RunRecoveryProbes(pctx) })
 	if path := g.config().Auth.UsageFile; path != "" {
 		wg.Go(func() { g.tenants.KeepUsage(pctx, path, g.log) })
 	}

@@ -171,6 +171,11 @@ func (rt *runtime) guarded(what string, f func()) func() {
 // broken is the outcome of a Recv error: the client left, the edge
 // backstop fired, or the node link failed.
 func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
+	if ctx.Err() == nil {
+		if o := ar.endedBeforeLoss(); o != nil {
+			return *o
+		}
+	}
 	ar.stopHold()
 	ar.rt.resp.discardHeld()
 	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), producedOutput: ar.produced, err: err}

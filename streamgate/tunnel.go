@@ -212,3 +212,24 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	rt.resp.terminal()
 	return &outcome{kind: outSuccess}
 }
+
+// endedBeforeLoss ends a tunnel stream whose own end marker ([DONE],
+// response.completed, done, message_stop) had already arrived when its
+// attempt broke — the node or its link went away after the last byte,
+// before the end frame: the client has the whole answer, so the stream
+// ends as the upstream ended it, never with an error after its end. Nil
+// when that is not the case.
+func (ar *attemptRun) endedBeforeLoss() *outcome {
+	t, rt := ar.tun, ar.rt
+	if t == nil || t.mode != tunnelStream || t.obs == nil || !t.obs.Ended || t.obs.Err != nil || t.status >= 300 {
+		return nil
+	}
+	rt.sum.Usage = observed(t.obs.Usage, rt.sum.Usage)
+	held := t.buf
+	t.buf, t.decided = nil, true
+	if err := ar.finishOut(held); err != nil {
+		return clientGone(err)
+	}
+	rt.resp.terminal()
+	return &outcome{kind: outSuccess}
+}

@@ -177,3 +177,28 @@ func TestHoldReleasesOnDelay(t *testing.T) {
 		<-done
 	})
 }
+
+// TestTunnelEndedBeforeTheLinkBroke: the upstream's own end ([DONE])
+// reached the client, then the attempt broke before its end frame (the
+// node or its link went away): the stream ends as the upstream ended it —
+// nothing after [DONE], no error, a success — while a break before the
+// end marker still gets the typed terminal.
+func TestTunnelEndedBeforeTheLinkBroke(t *testing.T) {
+	hdr := map[string][]string{"Content-Type": {"text/event-stream"}}
+	body := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	items := []Item{
+		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200, Header: hdr}),
+		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte(body)}),
+	}
+	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}} // then io.EOF: the link is gone
+	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, nil)
+	if w.Body.String() != body || len(d.requests) != 1 {
+		t.Fatalf("body %q after %d dispatches", w.Body.String(), len(d.requests))
+	}
+	items[1] = frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte(body[:strings.Index(body, "data: [DONE]")])})
+	d = &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
+	w = serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, nil)
+	if !strings.Contains(w.Body.String(), `"type":"upstream_error"`) {
+		t.Fatalf("a break before [DONE] must end with the typed terminal: %q", w.Body.String())
+	}
+}

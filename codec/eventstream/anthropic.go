@@ -45,7 +45,7 @@ func (o *Observer) anthropic(ev Event) {
 			o.Usage = o.msgs.merged()
 		}
 	case "message_stop":
-		o.Done = true
+		o.Done, o.Ended = true, true
 	case "error":
 		inner := e.Get("error")
 		t := string(inner.GetStringBytes("type"))

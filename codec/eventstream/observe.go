@@ -55,6 +55,11 @@ type Observer struct {
 	// Done: the stream's own successful terminal arrived ([DONE], every
 	// choice finished, a terminal Responses event, "done": true).
 	Done bool
+	// Ended: the stream's own end marker arrived ([DONE], a terminal
+	// Responses event, "done": true, message_stop): nothing the client
+	// needs follows it. (Done may hold without it, once every choice of a
+	// Chat stream finished.)
+	Ended bool
 	// Err is the first error event, if any (also a terminal).
 	Err *execution.UpstreamError
 	// FirstIsError: the first event was an error event.
@@ -149,7 +154,7 @@ func (o *Observer) object(data []byte) (*fastjson.Value, bool) {
 func (o *Observer) chat(data []byte) {
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
-		o.Done = true
+		o.Done, o.Ended = true, true
 		return
 	}
 	c, ok := o.object(data)
@@ -231,7 +236,7 @@ func (o *Observer) responses(ev Event) {
 	o.Output.event(responsesOutput(typ, e))
 	switch typ {
 	case "response.completed", "response.incomplete":
-		o.Done = true
+		o.Done, o.Ended = true, true
 	case "response.failed":
 		ue := &execution.UpstreamError{Message: "the response failed", Status: 500}
 		if re := e.Get("response", "error"); present(re) {
@@ -266,7 +271,7 @@ func (o *Observer) ollama(data []byte) {
 		o.Usage = u
 	}
 	if l.GetBool("done") {
-		o.Done = true
+		o.Done, o.Ended = true, true
 	}
 }
 

@@ -7,7 +7,9 @@
 //     grant and node_limits), re-advertisement and session replacement;
 //   - attempt streams: dispatch (Open), the parked streams a node keeps
 //     open ahead of work, take-up deadlines that make a silent node
-//     suspect, provider commands (Command) such as the CAPABILITIES probe;
+//     suspect, provider commands (Command) such as the CAPABILITIES probe
+//     — at connect (status evidence only) and for the recovery of
+//     providers the overlay lowered (RunRecoveryProbes);
 //   - the edge's half of an attempt (Dispatcher, a streamgate.Dispatcher):
 //     a pool lease, the form of the work the leased provider runs (native
 //     Ollama, tunnel or normalized run, the model rewritten for an alias),

@@ -195,10 +195,10 @@ type HubConfig struct {
 	Limits       *NodeLimitsConfig
 	Link         *NodeLinkConfig
 	DrainTimeout time.Duration
-	// OnConnect, if set, runs (in a goroutine the hub owns, on its life
-	// context) after a node's providers are registered: the connect
-	// probes.
-	OnConnect func(context.Context, pool.Reception, []*wire.ProviderAdvertisement)
+	// ProbeOnConnect sends a CAPABILITIES probe to each provider of a node
+	// that connects (in a goroutine the hub owns, on its life context), so
+	// status shows an unreachable upstream before a request fails on it.
+	ProbeOnConnect bool
 }
 
 // NewHub returns a hub.
@@ -209,7 +209,7 @@ func NewHub(c HubConfig) *Hub {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{pool: c.Pool, log: c.Log, metrics: newHubMetrics(c.Registerer), edgeID: c.EdgeID, mtls: c.MTLS, onConnect: c.OnConnect,
+	h := &Hub{pool: c.Pool, log: c.Log, metrics: newHubMetrics(c.Registerer), edgeID: c.EdgeID, mtls: c.MTLS,
 		limits: DefaultNodeLimits(), link: DefaultNodeLink(), audit: slogx.NewSampled(c.Log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
 	if c.Limits != nil {
@@ -220,6 +220,9 @@ func NewHub(c HubConfig) *Hub {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.ProbeOnConnect {
+		h.onConnect = h.probeOnConnect
 	}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.SetNodes(c.Nodes, c.DrainTimeout)

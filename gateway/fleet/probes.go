@@ -1,4 +1,4 @@
-package gateway
+package fleet
 
 import (
 	"context"
@@ -13,11 +13,12 @@ import (
 // a recovery probe.
 const recoveryTick = 250 * time.Millisecond
 
-// runRecoveryProbes sends CAPABILITIES probes to providers the runtime
+// RunRecoveryProbes sends CAPABILITIES probes to providers the runtime
 // overlay lowered, at the configured interval with doubling backoff, and
-// applies their results. Only a later, strictly newer, exactly available
-// result for the same adapter/target mapping recovers a provider.
-func (g *Gateway) runRecoveryProbes(ctx context.Context) {
+// applies their results, until ctx ends. Only a later, strictly newer,
+// exactly available result for the same adapter/target mapping recovers
+// a provider.
+func (h *Hub) RunRecoveryProbes(ctx context.Context) {
 	t := time.NewTicker(recoveryTick)
 	defer t.Stop()
 	for {
@@ -25,34 +26,34 @@ func (g *Gateway) runRecoveryProbes(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			for _, pt := range g.pool.DueProbes(now) {
-				g.probe(ctx, pt)
+			for _, pt := range h.pool.DueProbes(now) {
+				h.probe(ctx, pt)
 			}
 		}
 	}
 }
 
-func (g *Gateway) probe(ctx context.Context, pt pool.ProbeTarget) {
+func (h *Hub) probe(ctx context.Context, pt pool.ProbeTarget) {
 	owner := pool.Reception{NodeID: pt.Key.NodeID, ConnectionGeneration: pt.Key.Generation}
-	res, err := g.hub.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
+	res, err := h.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 		ProviderId: pt.Key.ProviderID, AdapterKey: pt.InstanceKey, Target: pt.Target})
 
 	if err != nil {
-		g.log.Debug("recovery probe failed", "error", err.Error())
+		h.log.Debug("recovery probe failed", "error", err.Error())
 		return
 	}
 	caps := res.GetCapabilities()
-	g.pool.ApplyProbe(pool.ProbeResult{NodeID: pt.Key.NodeID, Generation: pt.Key.Generation, ProviderID: pt.Key.ProviderID,
+	h.pool.ApplyProbe(pool.ProbeResult{NodeID: pt.Key.NodeID, Generation: pt.Key.Generation, ProviderID: pt.Key.ProviderID,
 		AdapterKey: caps.GetAdapterKey(), Target: caps.GetTarget(), Status: caps.GetProviderStatus(), Seq: caps.GetHealthObservationSeq()})
 }
 
 // probeOnConnect probes each provider of a node that just connected, so
 // status shows an unreachable upstream before the first request fails on
 // it. The evidence is shown and logged; it never lowers or routes.
-func (g *Gateway) probeOnConnect(life context.Context, owner pool.Reception, ads []*wire.ProviderAdvertisement) {
+func (h *Hub) probeOnConnect(life context.Context, owner pool.Reception, ads []*wire.ProviderAdvertisement) {
 	for _, ad := range ads {
 		ctx, cancel := context.WithTimeout(life, 10*time.Second)
-		res, err := g.hub.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
+		res, err := h.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 			ProviderId: ad.GetProviderId(), AdapterKey: ad.GetInstanceKey(), Target: ad.GetTarget()})
 
 		cancel()
@@ -63,9 +64,9 @@ func (g *Gateway) probeOnConnect(life context.Context, owner pool.Reception, ads
 			}
 		}
 		k := pool.ProviderKey{NodeID: owner.NodeID, Generation: owner.ConnectionGeneration, ProviderID: ad.GetProviderId()}
-		g.pool.NoteProbe(k, status)
+		h.pool.NoteProbe(k, status)
 		if status != string(execution.HealthAvailable) {
-			g.log.Warn("provider probe at connect: its upstream does not answer as expected", "provider_id", k.ID(), "probe", status)
+			h.log.Warn("provider probe at connect: its upstream does not answer as expected", "provider_id", k.ID(), "probe", status)
 		}
 	}
 }
