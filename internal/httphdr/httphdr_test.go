@@ -21,9 +21,12 @@ func TestForUpstream(t *testing.T) {
 		"Openai-Organization": {"org"},
 		"X-Stainless-Os":      {"Linux"},
 		"X-Custom":            {"1"},
+		"Anthropic-Version":   {"2023-06-01"},
+		"Anthropic-Beta":      {"tools-2024-04-04"},
+		"Anthropic-Api-Key":   {"k2"},
 	}
 	out := ForUpstream(in)
-	for _, gone := range []string{"Authorization", "Cookie", "X-Api-Key", "Connection", "X-Secret-Hop", "Keep-Alive", "Transfer-Encoding", "Content-Length", "Accept-Encoding", "X-Forwarded-For"} {
+	for _, gone := range []string{"Authorization", "Cookie", "X-Api-Key", "Anthropic-Api-Key", "Connection", "X-Secret-Hop", "Keep-Alive", "Transfer-Encoding", "Content-Length", "Accept-Encoding", "X-Forwarded-For"} {
 		if out.Get(gone) != "" {
 			t.Errorf("%s forwarded", gone)
 		}
@@ -31,7 +34,7 @@ func TestForUpstream(t *testing.T) {
 	if out.Get("Openai-Organization") != "" || ForUpstream(in, "OpenAI-Organization").Get("Openai-Organization") != "org" {
 		t.Error("OpenAI-Organization: stripped by default, forwarded when allowed")
 	}
-	for _, kept := range []string{"Content-Type", "X-Stainless-Os", "X-Custom"} {
+	for _, kept := range []string{"Content-Type", "X-Stainless-Os", "X-Custom", "Anthropic-Version", "Anthropic-Beta"} {
 		if out.Get(kept) == "" {
 			t.Errorf("%s dropped", kept)
 		}
