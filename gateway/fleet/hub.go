@@ -34,7 +34,8 @@ import (
 // never removes a newer one.
 type Hub struct {
 	wire.UnimplementedNodeLinkServer
-	onConnect func(context.Context, pool.Reception, []*wire.ProviderAdvertisement)
+	// probeOnConnect: probe a connecting node's providers (HubConfig).
+	probeOnConnect bool
 	// life ends when the hub stops (wait); background holds the hub's own
 	// goroutines besides session readers (connect probes, retiring
 	// connections), which wait waits for.
@@ -221,9 +222,7 @@ func NewHub(c HubConfig) *Hub {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
-	if c.ProbeOnConnect {
-		h.onConnect = h.probeOnConnect
-	}
+	h.probeOnConnect = c.ProbeOnConnect
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.SetNodes(c.Nodes, c.DrainTimeout)
 	// Generations start from the wall clock so a restarted edge never
@@ -383,9 +382,9 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	h.pool.SetNode(nodeID, c.gen, ads)
 	h.noteClamps(nodeID, c.gen, clamped)
 	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
-	if h.onConnect != nil {
+	if h.probeOnConnect {
 		owner := pool.Reception{NodeID: nodeID, ConnectionGeneration: c.gen}
-		h.goOwned(func(ctx context.Context) { h.onConnect(ctx, owner, ads) })
+		h.goOwned(func(ctx context.Context) { h.probeProviders(ctx, owner, ads) })
 	}
 	defer h.unregister(c)
 	return h.serveSession(c)

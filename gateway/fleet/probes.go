@@ -37,7 +37,6 @@ func (h *Hub) probe(ctx context.Context, pt pool.ProbeTarget) {
 	owner := pool.Reception{NodeID: pt.Key.NodeID, ConnectionGeneration: pt.Key.Generation}
 	res, err := h.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 		ProviderId: pt.Key.ProviderID, AdapterKey: pt.InstanceKey, Target: pt.Target})
-
 	if err != nil {
 		h.log.Debug("recovery probe failed", "error", err.Error())
 		return
@@ -47,15 +46,14 @@ func (h *Hub) probe(ctx context.Context, pt pool.ProbeTarget) {
 		AdapterKey: caps.GetAdapterKey(), Target: caps.GetTarget(), Status: caps.GetProviderStatus(), Seq: caps.GetHealthObservationSeq()})
 }
 
-// probeOnConnect probes each provider of a node that just connected, so
+// probeProviders probes each provider of a node that just connected, so
 // status shows an unreachable upstream before the first request fails on
 // it. The evidence is shown and logged; it never lowers or routes.
-func (h *Hub) probeOnConnect(life context.Context, owner pool.Reception, ads []*wire.ProviderAdvertisement) {
+func (h *Hub) probeProviders(life context.Context, owner pool.Reception, ads []*wire.ProviderAdvertisement) {
 	for _, ad := range ads {
 		ctx, cancel := context.WithTimeout(life, 10*time.Second)
 		res, err := h.Command(ctx, owner, &wire.Command{Command: string(execution.CommandCapabilities),
 			ProviderId: ad.GetProviderId(), AdapterKey: ad.GetInstanceKey(), Target: ad.GetTarget()})
-
 		cancel()
 		status := string(execution.HealthUnknown)
 		if err == nil {
