@@ -25,7 +25,7 @@ func (g *Gateway) admit(c echo.Context, a *accessInfo, sreq *streamgate.Request)
 
 // outputReserve is the output tokens a request reserves.
 func outputReserve(cfg *Config, sreq *streamgate.Request) int64 {
-	if sreq.Surface == streamgate.SurfaceTunnelOnly && sreq.Work.Run == nil && isEmbeddings(sreq) || isCountTokens(sreq) {
+	if sreq.Surface != nil && sreq.Surface.NoOutput {
 		return 0 // an embedding, a token count: no output tokens
 	}
 	if sreq.OutputLimit > 0 {
@@ -35,14 +35,6 @@ func outputReserve(cfg *Config, sreq *streamgate.Request) int64 {
 		return *r.Params.MaxTokens
 	}
 	return cmp.Or(cfg.Auth.DefaultMaxTokens, 1024)
-}
-
-func isCountTokens(sreq *streamgate.Request) bool {
-	return sreq.Work.Tunnel != nil && sreq.Work.Tunnel.Path == "/v1/messages/count_tokens"
-}
-
-func isEmbeddings(sreq *streamgate.Request) bool {
-	return sreq.Work.Tunnel != nil && sreq.Work.Tunnel.Path == "/v1/embeddings"
 }
 
 // allowedFallbacks drops from the request's fallback chain the models its

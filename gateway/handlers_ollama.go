@@ -9,10 +9,6 @@ import (
 
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
-	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/httphdr"
-	"github.com/iopgw/iop/internal/ids"
-	"github.com/iopgw/iop/streamgate"
 )
 
 // ollamaVersionString is the Ollama API version iop's /api surface
@@ -92,60 +88,4 @@ func (g *Gateway) ollamaShow(c echo.Context) error {
 	}
 	nf := ollama.ModelNotFound(req.Model)
 	return c.JSONBlob(nf.Status, nf.Body())
-}
-
-// ollamaRefusesModel answers, in Ollama's shapes (its own "model not
-// found" for a 404), a model knownModel refuses, and reports whether it
-// did; err is the answer's write error.
-func (g *Gateway) ollamaRefusesModel(c echo.Context, model string) (refused bool, err error) {
-	e := g.knownModel(c, model)
-	switch {
-	case e == nil:
-		return false, nil
-	case e.Status == http.StatusNotFound:
-		nf := ollama.ModelNotFound(model)
-		return true, c.JSONBlob(nf.Status, nf.Body())
-	}
-	return true, writeError(c, e)
-}
-
-func (g *Gateway) ollamaChat(c echo.Context) error     { return g.ollamaRun(c, false) }
-func (g *Gateway) ollamaGenerate(c echo.Context) error { return g.ollamaRun(c, true) }
-
-// ollamaRun serves /api/chat and /api/generate: native bytes from an
-// Ollama provider, or any provider's normalized output rendered as
-// Ollama NDJSON.
-func (g *Gateway) ollamaRun(c echo.Context, generate bool) error {
-	body, e := g.readBody(c)
-	if e != nil {
-		return writeError(c, e)
-	}
-	req, oe := ollama.Decode(body, generate, g.confOf(c).Limits.MaxDepth)
-	if oe != nil {
-		return c.JSONBlob(oe.Status, oe.Body())
-	}
-	if refused, err := g.ollamaRefusesModel(c, req.Model); refused {
-		return err
-	}
-	surface, path := streamgate.SurfaceOllamaChat, "/api/chat"
-	if generate {
-		surface, path = streamgate.SurfaceOllamaGenerate, "/api/generate"
-	}
-	runID := "run_" + ids.New()
-	chatBody, terr := ollama.ToChat(body, generate)
-	run := &execution.RunRequest{RunID: runID, Model: req.Model, Messages: req.Messages, Params: req.Params, ChatBody: chatBody,
-		Stream: req.Stream, Header: httphdr.Propagate(c.Request().Header)}
-	native := &execution.CommandRequest{Command: execution.CommandOllamaAPI, Method: http.MethodPost, Path: path, Body: body, RunID: runID}
-	refuse := func(adapter string) *openai.Error {
-		if terr == nil || adapter != "openai" {
-			return nil
-		}
-		return openai.InvalidRequest("", "%s", terr.Message)
-	}
-	sreq := &streamgate.Request{Surface: surface, Stream: req.Stream, Model: req.Model, Need: streamgate.NeedOllamaAware,
-		Work: streamgate.Work{Run: run, Native: native, Refuse: refuse}, RequestID: access(c).RequestID, PromptEstimate: streamgate.EstimatePromptTokens(body)}
-	if len(body) <= g.confOf(c).StreamGate.SnapshotMaxBytes {
-		sreq.Snapshot = body
-	}
-	return g.serve(c, sreq)
 }

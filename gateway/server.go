@@ -8,19 +8,17 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/iopgw/iop/codec/anthropic"
-	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/openapi"
+	"github.com/iopgw/iop/surface"
 )
 
 // newEcho builds the public HTTP surface.
@@ -30,15 +28,9 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.HTTPErrorHandler = g.httpError
 	e.Use(g.takeGeneration, g.traceRequest, g.accessLog, g.recoverPanics, g.observe, g.headerLimit, g.cors, g.authenticate)
 
-	e.POST("/v1/chat/completions", g.chatCompletions)
-	e.POST("/v1/responses", g.responses)
-	e.POST("/v1/embeddings", g.tunnelOnly("/v1/embeddings"))
-	e.POST("/v1/completions", g.tunnelOnly("/v1/completions"))
-	e.POST("/v1/moderations", g.tunnelOnly("/v1/moderations"))
-	e.POST("/v1/images/generations", g.tunnelOnly("/v1/images/generations"))
-	e.POST("/v1/rerank", g.tunnelOnly("/v1/rerank"))
-	e.POST("/v1/messages", g.messages("/v1/messages"))
-	e.POST("/v1/messages/count_tokens", g.messages("/v1/messages/count_tokens"))
+	for _, sf := range surface.All {
+		e.POST(sf.Path, g.handle(sf))
+	}
 	e.GET("/v1/models", g.listModels)
 	e.GET("/v1/models/:model", g.getModel)
 
@@ -50,23 +42,10 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.HEAD("/api/tags", g.ollamaTags)
 	e.GET("/api/ps", g.ollamaPS)
 	e.POST("/api/show", g.ollamaShow)
-	e.POST("/api/chat", g.ollamaChat)
-	e.POST("/api/generate", g.ollamaGenerate)
-	e.POST("/api/embed", g.ollamaEmbed)
-	e.POST("/api/embeddings", g.ollamaEmbeddings)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapi.Spec) })
 
 	return e
-}
-
-// isOllamaPath reports whether a path answers in Ollama's error shape.
-func isOllamaPath(p string) bool { return strings.HasPrefix(p, "/api/") || p == "/" }
-
-// isMessagesPath reports whether p is Anthropic's Messages API, whose
-// errors are in Anthropic's shape.
-func isMessagesPath(p string) bool {
-	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/")
 }
 
 // writeError writes a gateway-originated error in the surface's shape.
@@ -76,13 +55,8 @@ func writeError(c echo.Context, e *openai.Error) error {
 			c.Response().Header().Set("Retry-After", "1")
 		}
 	}
-	if isOllamaPath(c.Request().URL.Path) {
-		return c.JSONBlob(e.Status, (&ollama.Error{Status: e.Status, Message: e.Message}).Body())
-	}
-	if isMessagesPath(c.Request().URL.Path) {
-		return c.JSONBlob(e.Status, anthropic.New(e.Status, e.Message).Body())
-	}
-	return c.JSONBlob(e.Status, e.Body())
+	_, body := surface.ShapeOfPath(c.Request().URL.Path).Render(e)
+	return c.JSONBlob(e.Status, body)
 }
 
 // httpError renders echo's errors (unknown route, wrong method, panics)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/testing/logbuf"
+	"github.com/iopgw/iop/surface"
 )
 
 // Regression tests for the contract audit of issue 32, each named after
@@ -30,7 +31,7 @@ func chainRun(t *testing.T, w *world, pol RetryPolicy, fallbacks []string, log *
 	synctest.Test(t, func(t *testing.T) {
 		w.tries = map[string]int{}
 		cfg := Config{Dispatcher: w, Log: log, Metrics: testMetrics, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
-		req := &Request{Surface: SurfaceChat, Stream: true, Model: "p", Fallbacks: fallbacks, Snapshot: []byte("{}"), RequestID: "req_SENTINEL",
+		req := &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: fallbacks, Snapshot: []byte("{}"), RequestID: "req_SENTINEL",
 			RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil },
 			Continue: func(m, prefix string) (Work, error) {
 				return Work{Run: &execution.RunRequest{Model: m, Continuation: true,
@@ -102,7 +103,7 @@ func TestStallEvidenceBindsEveryDispatch(t *testing.T) {
 	d.attempts = []*fakeAttempt{{provider: "n/s", items: []Item{stallItem(true, "unknown")}}}
 	rec := httptest.NewRecorder()
 	cfg := Config{Dispatcher: recordingDispatcher{d, &mu, &reqs}, Metrics: testMetrics}.WithDefaults()
-	Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "p", Fallbacks: []string{"f1", "f2"}, Snapshot: []byte("{}"),
+	Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: []string{"f1", "f2"}, Snapshot: []byte("{}"),
 		RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil }}, rec)
 	if rec.Code != http.StatusGatewayTimeout {
 		t.Fatalf("client got %d %s", rec.Code, rec.Body.String())
@@ -199,7 +200,7 @@ func TestFailedRedispatchEndsTheRecoveryCycle(t *testing.T) {
 		return nil
 	}
 	failed0, redis0 := count(resultDispatchFailed), count(resultRedispatched)
-	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+	w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "third") {
 		t.Fatalf("client got %d %s", w.Code, w.Body.String())
 	}

@@ -3,9 +3,10 @@
 // dispatch to the last byte, even when semantic filtering is disabled.
 //
 // It owns, for one request:
-//   - the endpoint adapters that render provider output for the client's
-//     surface (chat JSON, chat SSE, Responses JSON, Responses SSE, Ollama
-//     NDJSON/JSON) or carry tunnel bytes through unchanged;
+//   - rendering provider output for the client's surface with the
+//     encoder its descriptor gives (package surface: chat JSON, chat SSE,
+//     Responses JSON, Responses SSE, Ollama NDJSON/JSON), or carrying
+//     tunnel bytes through unchanged, read in the surface's dialect;
 //   - the commit state (transport_uncommitted → stream_open →
 //     terminal_committed): nothing — not even the status line — is written
 //     before the first byte of a JSON body or SSE data event;

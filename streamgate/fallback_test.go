@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // TestPreCommitStallMovesToTheFallbackModel: a provider that stalls
@@ -25,7 +26,7 @@ func TestPreCommitStallMovesToTheFallbackModel(t *testing.T) {
 				}
 				return Candidates{Alternates: 1}
 			}
-			req := &Request{Surface: SurfaceChat, Stream: true, Model: "primary", Fallbacks: []string{"backup"}, Snapshot: []byte("{}"),
+			req := &Request{Surface: surface.Chat, Stream: true, Model: "primary", Fallbacks: []string{"backup"}, Snapshot: []byte("{}"),
 				RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil }}
 			w := serve(t, d, req, nil)
 			if len(d.requests) != 2 || d.requests[1].Model != "backup" || d.requests[1].AvoidProviderID != "n/a" {
@@ -56,7 +57,7 @@ func TestFailedProvidersAreASet(t *testing.T) {
 	}
 	cfg := Config{Dispatcher: d, MaxAttempts: 5}.WithDefaults()
 	w := httptest.NewRecorder()
-	Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "primary", Fallbacks: []string{"backup"}, Snapshot: []byte("{}"),
+	Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "primary", Fallbacks: []string{"backup"}, Snapshot: []byte("{}"),
 		RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil }}, w)
 	var got []string
 	for _, r := range d.requests {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/testing/streamcheck"
+	"github.com/iopgw/iop/surface"
 
 	"github.com/iopgw/iop/internal/testing/logbuf"
 )
@@ -161,11 +162,11 @@ func FuzzAttemptLifecycle(f *testing.F) {
 					}
 				}
 			}
-			surface := SurfaceChat
+			sf := surface.Chat
 			if flags&2 != 0 {
-				surface = SurfaceResponses
+				sf = surface.Responses
 			}
-			req := &Request{Surface: surface, Stream: flags&1 != 0, Model: "m", Snapshot: []byte(`{"model":"m"}`), SideEffects: flags&64 != 0}
+			req := &Request{Surface: sf, Stream: flags&1 != 0, Model: "m", Snapshot: []byte(`{"model":"m"}`), SideEffects: flags&64 != 0}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if flags&16 != 0 {
@@ -220,7 +221,7 @@ func checkClientView(t *testing.T, req *Request, w *httptest.ResponseRecorder) {
 		t.Fatalf("stream answered as %q", w.Header().Get("Content-Type"))
 	}
 	check := streamcheck.Chat
-	if req.Surface == SurfaceResponses {
+	if req.Surface == surface.Responses {
 		check = streamcheck.Responses
 	}
 	if err := check(body); err != nil {

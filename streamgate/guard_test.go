@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iopgw/iop/surface"
 )
 
 // notifyLog passes each log line to ch.
@@ -50,7 +52,7 @@ func TestPanicInRequestGoroutineEndsOnlyTheRequest(t *testing.T) {
 	go func() {
 		defer close(done)
 		defer func() { _ = recover() }() // the handler's own Close runs on this goroutine: echo's recover covers it
-		Serve(ctx, &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, httptest.NewRecorder())
+		Serve(ctx, &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, httptest.NewRecorder())
 	}()
 	// The client left: the context callback closes the attempt, which panics.
 	select {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/iopgw/iop/internal/testing/logbuf"
+	"github.com/iopgw/iop/surface"
 )
 
 // observations are the recovery observation records in lb.
@@ -96,7 +97,7 @@ func TestOpenAILivenessRecoveryObservability(t *testing.T) {
 			testutil.ToFloat64(testMetrics.results.WithLabelValues("normalized", "unknown", res))
 	}
 	req := func() *Request {
-		return &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte(`{"model":"m"}`), RequestID: "req_SENTINEL"}
+		return &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte(`{"model":"m"}`), RequestID: "req_SENTINEL"}
 	}
 
 	// Pre-commit stall, confirmed handoff, an alternate exists.

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // TestNext is the decision after an attempt, over outcome × candidates ×
@@ -80,7 +81,7 @@ func decideOnce(o outcome, committed bool, alternates int, fallback, retriesSpen
 	cfg := Config{Dispatcher: d, Metrics: testMetrics}.WithDefaults()
 	rec := httptest.NewRecorder()
 	rt := &runtime{cfg: &cfg, resp: newResponder(rec, 0), obs: newRecoveryObserver(nil, testMetrics), models: []string{"backup"},
-		req: &Request{Surface: SurfaceChat, Stream: true, Model: "primary", Snapshot: []byte("{}"), SideEffects: sideEffects,
+		req: &Request{Surface: surface.Chat, Stream: true, Model: "primary", Snapshot: []byte("{}"), SideEffects: sideEffects,
 			RebuildForModel: func(m string) (Work, error) { return Work{}, nil }}}
 	rt.cur = &attemptRun{rt: rt, enc: newEncoder(rt.req, "primary")}
 	if committed {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // world is a fake fleet for policy tests: models served by providers,
@@ -90,7 +91,7 @@ func policyRun(t *testing.T, w *world, pol RetryPolicy) (log []string, body stri
 	synctest.Test(t, func(t *testing.T) {
 		w.tries, w.t0 = map[string]int{}, time.Now()
 		cfg := Config{Dispatcher: w, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
-		req := &Request{Surface: SurfaceChat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),
+		req := &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),
 			RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil },
 			Continue: func(m, prefix string) (Work, error) {
 				return Work{Run: &execution.RunRequest{Model: m, Continuation: true,

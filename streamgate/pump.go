@@ -103,7 +103,7 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 	case att.Kind() == KindEvents:
 		ar.enc = newEncoder(rt.req, att.Model())
 		if rt.req.Stream {
-			rt.resp.setHead(http.StatusOK, rt.head(ar.enc.contentType()))
+			rt.resp.setHead(http.StatusOK, rt.head(ar.enc.ContentType()))
 		}
 	default:
 		ar.tun = newTunnelState(rt.req.Surface)
@@ -270,7 +270,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 				return &outcome{kind: outFiltered}
 			}
 		}
-		if err := ar.out(ar.enc.event(ev)); err != nil {
+		if err := ar.out(ar.enc.Event(ev)); err != nil {
 			return clientGone(err)
 		}
 		ar.rendered.Add(eventOutput(ev))
@@ -281,7 +281,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 			}
 		}
 	case execution.EventTypeStart, execution.EventTypeUsage:
-		ar.enc.event(ev)
+		ar.enc.Event(ev)
 	case execution.EventTypeComplete:
 		ar.output()
 		return ar.complete(ev)
@@ -297,9 +297,9 @@ func (ar *attemptRun) complete(ev execution.RunEvent) *outcome {
 	rt := ar.rt
 	var err error
 	if rt.req.Stream {
-		err = ar.finishOut(ar.enc.event(ev))
+		err = ar.finishOut(ar.enc.Event(ev))
 	} else {
-		err = rt.resp.respond(http.StatusOK, rt.head(ar.enc.contentType()), ar.enc.body(ev))
+		err = rt.resp.respond(http.StatusOK, rt.head(ar.enc.ContentType()), ar.enc.Body(ev))
 	}
 	if err != nil {
 		return clientGone(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // failingFlush is a server writer whose flush fails, as net/http's does
@@ -34,7 +35,7 @@ func TestFlushErrorEndsTheAttempt(t *testing.T) {
 	a := &fakeAttempt{provider: "p", items: []Item{delta("one"), delta("two"), delta("three"), complete()}}
 	d := &fakeDispatcher{attempts: []*fakeAttempt{a}}
 	cfg := Config{Dispatcher: d}.WithDefaults()
-	Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w)
+	Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, w)
 	if inner.flushes != 1 {
 		t.Fatalf("%d flushes: the attempt went on after a failed flush", inner.flushes)
 	}
@@ -63,7 +64,7 @@ func TestInvalidNodeStatusNeverReachesTheClient(t *testing.T) {
 				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}))
 			cfg := Config{Dispatcher: &fakeDispatcher{attempts: []*fakeAttempt{a}}, Hold: hold}.WithDefaults()
 			w := httptest.NewRecorder()
-			Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w)
+			Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, w)
 			if w.Code != http.StatusBadGateway || status < 600 && !strings.Contains(w.Body.String(), "[DONE]") {
 				t.Fatalf("status %d hold %v: client got %d %q", status, hold, w.Code, w.Body.String())
 			}

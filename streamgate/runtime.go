@@ -12,6 +12,7 @@ import (
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // Config is shared by every request's runtime.
@@ -81,7 +82,8 @@ func (c Config) WithDefaults() Config {
 
 // Request is one client request as the runtime needs it.
 type Request struct {
-	Surface Surface
+	// Surface is the route the request came in on (nil: Chat).
+	Surface *surface.Surface
 	Stream  bool
 	Model   string
 	// Fallbacks are the models to try, in order, when Model cannot answer.
@@ -148,6 +150,9 @@ type Summary struct {
 // Serve runs one request to its end, writing the response to w, and
 // says what it came to.
 func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) Summary {
+	if req.Surface == nil {
+		req.Surface = surface.Chat
+	}
 	resp := newResponder(w, cfg.WriteTimeout)
 	resp.extra = req.ResponseHeader
 	rt := &runtime{cfg: cfg, req: req, resp: resp, obs: newRecoveryObserver(cfg.Log, cfg.Metrics),

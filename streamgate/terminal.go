@@ -40,8 +40,8 @@ func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 	var b []byte
 	boundary := "\n\n"
 	if ar := rt.cur; ar != nil && ar.enc != nil {
-		b = ar.enc.typedError(code, typ, msg)
-		if rt.req.Surface.IsOllama() {
+		b = ar.enc.TypedError(code, typ, msg)
+		if rt.req.Surface.Ollama() {
 			boundary = "\n"
 		}
 	} else if ar != nil && ar.tun != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
+	"github.com/iopgw/iop/surface"
 )
 
 // tunnelMode is how a tunnelled response body is handled.
@@ -25,7 +26,7 @@ func (m tunnelMode) String() string {
 
 // tunnelState is the per-attempt state of a tunnelled response.
 type tunnelState struct {
-	surface Surface
+	surface *surface.Surface
 	mode    tunnelMode
 	status  int
 	header  http.Header
@@ -45,20 +46,10 @@ type tunnelState struct {
 // past it the body streams through, committed.
 const maxTunnelBuffer = 8 << 20
 
-func newTunnelState(s Surface) *tunnelState { return &tunnelState{surface: s} }
+func newTunnelState(s *surface.Surface) *tunnelState { return &tunnelState{surface: s} }
 
 // dialect is the event dialect of the surface's streams.
-func (t *tunnelState) dialect() eventstream.Dialect {
-	switch {
-	case t.surface == SurfaceResponses:
-		return eventstream.DialectResponses
-	case t.surface.IsOllama():
-		return eventstream.DialectOllama
-	case t.surface == SurfaceMessages:
-		return eventstream.DialectAnthropic
-	}
-	return eventstream.DialectChat
-}
+func (t *tunnelState) dialect() eventstream.Dialect { return t.surface.Dialect }
 
 // nextSeq is the sequence_number of an event appended to the stream.
 func (t *tunnelState) nextSeq() int64 {

@@ -3,6 +3,8 @@ package streamgate
 import (
 	"strings"
 	"testing"
+
+	"github.com/iopgw/iop/surface"
 )
 
 // upstreamFramings are complete streams as servers other than iop's own
@@ -10,34 +12,34 @@ import (
 // appended, whatever the frame boundaries.
 var upstreamFramings = []struct {
 	name    string
-	surface Surface
+	surface *surface.Surface
 	ct      string
 	body    string
 }{
-	{"chat spaced JSON (Python json.dumps)", SurfaceChat, "text/event-stream",
+	{"chat spaced JSON (Python json.dumps)", surface.Chat, "text/event-stream",
 		"data: {\"id\": \"c1\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}, \"finish_reason\": null}]}\n\n" +
 			"data: {\"id\": \"c1\", \"choices\": [{\"index\": 0, \"delta\": {}, \"finish_reason\": \"stop\"}]}\n\ndata: [DONE]\n\n"},
-	{"chat no space after data:", SurfaceChat, "text/event-stream",
+	{"chat no space after data:", surface.Chat, "text/event-stream",
 		"data:{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata:[DONE]\n\n"},
-	{"chat CRLF with keep-alive comments", SurfaceChat, "text/event-stream; charset=utf-8",
+	{"chat CRLF with keep-alive comments", surface.Chat, "text/event-stream; charset=utf-8",
 		": ping\r\n\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\r\n\r\n: ping\r\n\r\ndata: [DONE]\r\n\r\n"},
-	{"chat without [DONE], finish_reason on the content chunk", SurfaceChat, "text/event-stream",
+	{"chat without [DONE], finish_reason on the content chunk", surface.Chat, "text/event-stream",
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"done.\"},\"finish_reason\":\"stop\"}]}\n\n"},
-	{"chat usage chunk after finish, then [DONE] without final blank line", SurfaceChat, "text/event-stream",
+	{"chat usage chunk after finish, then [DONE] without final blank line", surface.Chat, "text/event-stream",
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\n\ndata: [DONE]"},
-	{"chat multi-line data", SurfaceChat, "text/event-stream",
+	{"chat multi-line data", surface.Chat, "text/event-stream",
 		"data: {\"choices\":\ndata: [{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"length\"}]}\n\n"},
-	{"chat two choices", SurfaceChat, "text/event-stream",
+	{"chat two choices", surface.Chat, "text/event-stream",
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"},{\"index\":1,\"delta\":{\"content\":\"b\"},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"index\":1,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"},
-	{"chat error event after content (the upstream's own terminal)", SurfaceChat, "text/event-stream",
+	{"chat error event after content (the upstream's own terminal)", surface.Chat, "text/event-stream",
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\": {\"message\": \"overloaded\", \"type\": \"server_error\"}}\n\n"},
-	{"responses without event: lines, spaced", SurfaceResponses, "text/event-stream",
+	{"responses without event: lines, spaced", surface.Responses, "text/event-stream",
 		"data: {\"type\": \"response.created\", \"sequence_number\": 0}\n\ndata: {\"type\": \"response.output_text.delta\", \"sequence_number\": 1, \"delta\": \"hi\"}\n\ndata: {\"type\": \"response.completed\", \"sequence_number\": 2, \"response\": {\"usage\": {\"input_tokens\": 1, \"output_tokens\": 1, \"total_tokens\": 2}}}\n\n"},
-	{"responses with event: lines, CR line ends", SurfaceResponses, "text/event-stream",
+	{"responses with event: lines, CR line ends", surface.Responses, "text/event-stream",
 		"event: response.created\rdata: {\"type\":\"response.created\",\"sequence_number\":0}\r\revent: response.incomplete\rdata: {\"type\":\"response.incomplete\",\"sequence_number\":1}\r\r"},
-	{"ollama NDJSON with spaces", SurfaceOllamaChat, "application/x-ndjson",
+	{"ollama NDJSON with spaces", surface.OllamaChat, "application/x-ndjson",
 		"{\"model\": \"m\", \"message\": {\"role\": \"assistant\", \"content\": \"hi\"}, \"done\": false}\n{\"model\": \"m\", \"message\": {\"role\": \"assistant\", \"content\": \"\"}, \"done\": true, \"eval_count\": 3}\n"},
-	{"ollama NDJSON without a final newline", SurfaceOllamaGenerate, "application/x-ndjson",
+	{"ollama NDJSON without a final newline", surface.OllamaGenerate, "application/x-ndjson",
 		"{\"response\":\"hi\",\"done\":false}\n{\"response\":\"\",\"done\":true}"},
 }
 
@@ -62,16 +64,16 @@ func TestTunnelUpstreamFramings(t *testing.T) {
 func TestTunnelTerminalLikeTextIsNotATerminal(t *testing.T) {
 	tests := []struct {
 		name    string
-		surface Surface
+		surface *surface.Surface
 		ct      string
 		body    string
 		wantEnd string
 	}{
-		{"chat", SurfaceChat, "text/event-stream",
+		{"chat", surface.Chat, "text/event-stream",
 			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"say \\\"data: [DONE]\\\" and event: error, \\\"finish_reason\\\":\\\"stop\\\"\"}}]}\n\n", `"code":"upstream_error"`},
-		{"responses", SurfaceResponses, "text/event-stream",
+		{"responses", surface.Responses, "text/event-stream",
 			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":4,\"delta\":\"\\\"type\\\":\\\"response.completed\\\"\"}\n\n", `"sequence_number":5`},
-		{"ollama", SurfaceOllamaChat, "application/x-ndjson",
+		{"ollama", surface.OllamaChat, "application/x-ndjson",
 			"{\"message\":{\"role\":\"assistant\",\"content\":\"\\\"done\\\":true\"},\"done\":false}\n", `{"error":`},
 	}
 	for _, tc := range tests {
@@ -97,7 +99,7 @@ func TestTunnelErrorEventBeforeCommit(t *testing.T) {
 
 	bad := ": ping\n\ndata: {\"error\": {\"message\": \"max_tokens is too large\", \"type\": \"invalid_request_error\", \"param\": \"max_tokens\", \"code\": \"invalid_value\"}}\n\n"
 	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "p", items: errStream(bad)}}, cands: Candidates{Alternates: 1}}
-	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+	w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
 	if w.Code != 400 || !strings.Contains(w.Body.String(), `"type":"invalid_request_error"`) || !strings.Contains(w.Body.String(), `"code":"invalid_value"`) ||
 		!strings.Contains(w.Body.String(), `"param":"max_tokens"`) || len(d.requests) != 1 {
 		t.Fatalf("client error: %d %q after %d dispatches", w.Code, w.Body.String(), len(d.requests))
@@ -107,7 +109,7 @@ func TestTunnelErrorEventBeforeCommit(t *testing.T) {
 	vllm := "data: {\"object\": \"error\", \"message\": \"engine dead\", \"type\": \"InternalServerError\", \"param\": null, \"code\": 500}\n\n"
 	d = &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "p", items: errStream(vllm)},
 		{kind: KindFrames, provider: "q", items: errStream(ok)}}, cands: Candidates{Alternates: 1}}
-	w = serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+	w = serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
 	if w.Code != 200 || w.Body.String() != ok || len(d.requests) != 2 {
 		t.Fatalf("server error: %d %q after %d dispatches", w.Code, w.Body.String(), len(d.requests))
 	}
@@ -122,7 +124,7 @@ func TestTunnelCommentsOnlyIsNotCommitted(t *testing.T) {
 	d := &fakeDispatcher{attempts: []*fakeAttempt{
 		{kind: KindFrames, provider: "p", items: framesOf([]byte(": ping\n\n: ping\n\n"), 3, sse)},
 		{kind: KindFrames, provider: "q", items: framesOf([]byte(ok), 3, sse)}}, cands: Candidates{Alternates: 1}}
-	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+	w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
 	if w.Code != 200 || w.Body.String() != ok {
 		t.Fatalf("%d %q", w.Code, w.Body.String())
 	}

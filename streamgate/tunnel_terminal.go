@@ -10,6 +10,7 @@ import (
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // upstreamFromTunnel reads an upstream error response.
@@ -20,18 +21,18 @@ func upstreamFromTunnel(status int, h http.Header, body []byte) *execution.Upstr
 // tunnelTypedError is the in-band terminal for a committed tunnel stream
 // of surface s, given the content type; nil when none can be written and
 // the connection must be aborted.
-func tunnelTypedError(s Surface, contentType string, seq int64, code, typ, msg string) []byte {
+func tunnelTypedError(s *surface.Surface, contentType string, seq int64, code, typ, msg string) []byte {
 	switch {
 	case isNDJSON(contentType):
 		return (&ollama.Error{Message: code + ": " + msg}).Line()
 	case !isSSE(contentType):
 		return nil
-	case s == SurfaceMessages:
+	case s.Shape == surface.ShapeAnthropic:
 		if !strings.HasPrefix(msg, code) {
 			msg = code + ": " + msg
 		}
 		return (&anthropic.Error{Type: messagesErrorType(code), Message: msg}).SSE()
-	case s == SurfaceResponses:
+	case s.Dialect == eventstream.DialectResponses:
 		n := seq
 		ev1, _ := json.Marshal(map[string]any{"type": "error", "sequence_number": n, "code": code, "message": msg, "param": nil})
 		ev2, _ := json.Marshal(map[string]any{"type": "response.failed", "sequence_number": n + 1,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 func frame(f execution.ProviderTunnelFrame) Item { return Item{Frame: &f} }
@@ -40,13 +41,13 @@ func TestTunnelDisabledFilterIsByteIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		for seed := range uint64(20) {
-			surface := SurfaceChat
+			sf := surface.Chat
 			if strings.Contains(f, "responses") {
-				surface = SurfaceResponses
+				sf = surface.Responses
 			}
 			hdr := map[string][]string{"Content-Type": {"text/event-stream; charset=utf-8"}, "X-Request-Id": {"req_123"}, "Openai-Processing-Ms": {"42"}}
 			d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: framesOf(body, seed, hdr)}}}
-			w := serve(t, d, &Request{Surface: surface, Stream: true, Model: "m"}, nil)
+			w := serve(t, d, &Request{Surface: sf, Stream: true, Model: "m"}, nil)
 			if w.Body.String() != string(body) {
 				t.Fatalf("%s seed %d: body differs\n got %q\nwant %q", f, seed, w.Body.String(), body)
 			}
@@ -67,7 +68,7 @@ func TestTunnelAbnormalEndAfterCommit(t *testing.T) {
 		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "reset", Failure: execution.UpstreamFailure(&execution.UpstreamError{Status: 200, Message: "reading upstream body: unexpected EOF"})}),
 	}
 	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
-	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+	w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
 	want := "data: {\"choices\":[{\"delta\":{\"content\":\"He\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"l\n\ndata: {\"error\":"
 	if !strings.HasPrefix(w.Body.String(), want) || !strings.Contains(w.Body.String(), `"type":"upstream_error"`) {
 		t.Fatalf("body %q", w.Body.String())
@@ -79,7 +80,7 @@ func TestTunnelAbnormalEndAfterCommit(t *testing.T) {
 		stallItem(true, "available"),
 	}
 	d = &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
-	w = serve(t, d, &Request{Surface: SurfaceResponses, Stream: true, Model: "m"}, nil)
+	w = serve(t, d, &Request{Surface: surface.Responses, Stream: true, Model: "m"}, nil)
 	if !strings.Contains(w.Body.String(), `"sequence_number":2`) || !strings.Contains(w.Body.String(), "event: response.failed") ||
 		!strings.Contains(w.Body.String(), `"sequence_number":3`) || !strings.Contains(w.Body.String(), `"code":"response_stalled"`) {
 		t.Fatalf("responses body %q", w.Body.String())
@@ -95,7 +96,7 @@ func TestTunnelUpstreamErrorPassThrough(t *testing.T) {
 		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}),
 	}
 	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
-	w := serve(t, d, &Request{Surface: SurfaceChat, Model: "m", Snapshot: []byte("{}")}, nil)
+	w := serve(t, d, &Request{Surface: surface.Chat, Model: "m", Snapshot: []byte("{}")}, nil)
 	if w.Code != 400 || w.Body.String() != body || w.Header().Get("X-Request-Id") != "req_up" || len(d.requests) != 1 {
 		t.Fatalf("%d %q %v (%d dispatches)", w.Code, w.Body.String(), w.Header(), len(d.requests))
 	}
@@ -108,13 +109,13 @@ func TestFilterBlockAndRedact(t *testing.T) {
 	}
 	d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("code SECRET-42 ok"), complete()}}}}
 	cfg := Config{Dispatcher: d, Filter: f}.WithDefaults()
-	w := httptestServe(&cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"})
+	w := httptestServe(&cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"})
 	if strings.Contains(w, "SECRET-42") || !strings.Contains(w, "[redacted]") {
 		t.Fatalf("redact: %s", w)
 	}
 	d = &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("fine"), delta("forbidden word"), complete()}}}}
 	cfg.Dispatcher = d
-	w = httptestServe(&cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"})
+	w = httptestServe(&cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"})
 	if strings.Contains(w, "forbidden") || !strings.Contains(w, `"code":"content_filter"`) || strings.Contains(w, "[DONE]") {
 		t.Fatalf("block: %s", w)
 	}
@@ -140,14 +141,14 @@ func TestCommitHoldWidensReplayWindow(t *testing.T) {
 		{provider: "n/b", items: []Item{delta("<second-1>"), delta("<second-2>"), delta("<second-3>"), complete()}},
 	}}
 	cfg := Config{Dispatcher: d, Hold: HoldConfig{MaxEvents: 3, MaxDelay: time.Minute}}.WithDefaults()
-	body := httptestServe(&cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")})
+	body := httptestServe(&cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")})
 	if strings.Contains(body, "<first-") || !strings.Contains(body, "<second-1>") || !strings.Contains(body, "[DONE]") {
 		t.Fatalf("body %s", body)
 	}
 	// Without a hold the first token commits and the stall is terminal.
 	d = &fakeDispatcher{cands: Candidates{Alternates: 1}, attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("<first-1>"), stallItem(true, "available")}}}}
 	cfg = Config{Dispatcher: d}.WithDefaults()
-	body = httptestServe(&cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m", Snapshot: []byte("{}")})
+	body = httptestServe(&cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")})
 	if !strings.Contains(body, "<first-1>") || !strings.Contains(body, `"code":"response_stalled"`) {
 		t.Fatalf("body %s", body)
 	}
@@ -162,7 +163,7 @@ func TestHoldReleasesOnDelay(t *testing.T) {
 		w := newRecorder()
 		done := make(chan struct{})
 		ctx, cancel := contextWithCancel()
-		go func() { Serve(ctx, &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, w); close(done) }()
+		go func() { Serve(ctx, &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, w); close(done) }()
 		time.Sleep(49 * time.Millisecond)
 		synctest.Wait()
 		if strings.Contains(w.BodyString(), `"content":"x"`) {
@@ -191,13 +192,13 @@ func TestTunnelEndedBeforeTheLinkBroke(t *testing.T) {
 		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte(body)}),
 	}
 	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}} // then io.EOF: the link is gone
-	w := serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, nil)
+	w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, nil)
 	if w.Body.String() != body || len(d.requests) != 1 {
 		t.Fatalf("body %q after %d dispatches", w.Body.String(), len(d.requests))
 	}
 	items[1] = frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte(body[:strings.Index(body, "data: [DONE]")])})
 	d = &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
-	w = serve(t, d, &Request{Surface: SurfaceChat, Stream: true, Model: "m"}, nil)
+	w = serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, nil)
 	if !strings.Contains(w.Body.String(), `"type":"upstream_error"`) {
 		t.Fatalf("a break before [DONE] must end with the typed terminal: %q", w.Body.String())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/surface"
 )
 
 // TestEstimatePromptTokens: text at four bytes a token plus three per
@@ -66,7 +67,7 @@ func TestWhatIsCharged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: tt.items}}}
 			cfg := Config{Dispatcher: d, Metrics: testMetrics}.WithDefaults()
-			sum := Serve(t.Context(), &cfg, &Request{Surface: SurfaceChat, Stream: true, Model: "m", PromptEstimate: 7}, httptest.NewRecorder())
+			sum := Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m", PromptEstimate: 7}, httptest.NewRecorder())
 			if got := sum.Usage != nil && sum.UsageEstimated; got != tt.charged {
 				t.Fatalf("charged %v (%+v), want %v", got, sum.Usage, tt.charged)
 			}
@@ -93,7 +94,7 @@ func TestResumedUsageCountsEveryAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w.tries = map[string]int{}
 		cfg := Config{Dispatcher: w, Metrics: testMetrics, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
-		req := &Request{Surface: SurfaceChat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),
+		req := &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),
 			RebuildForModel: func(m string) (Work, error) { return Work{Run: &execution.RunRequest{Model: m}}, nil },
 			Continue: func(m, prefix string) (Work, error) {
 				return Work{Run: &execution.RunRequest{Model: m, Continuation: true, Messages: []execution.Message{{Role: "assistant", Content: prefix}}}}, nil

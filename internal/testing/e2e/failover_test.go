@@ -398,3 +398,41 @@ func TestSpliceThroughTheEdge(t *testing.T) {
 		t.Fatalf("iop_edge_resumes_total{diverged} = %v", v)
 	}
 }
+
+// TestFailoverOllamaClient: an Ollama client's request moves to the
+// model's fallback like any other surface's (its native body rebuilt for
+// the fallback model), and the answer is Ollama's NDJSON.
+func TestFailoverOllamaClient(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Models = []gateway.ModelConfig{{Name: "503-persist", Fallbacks: []string{"ok"}}}
+		fastRetry(g)
+	}}, func(c *Cluster) []NodeSpec {
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{c.WallProvider("w", "openai", "", "503-persist", "ok")}}}
+	})
+	resp, err := http.Post(c.URL+"/api/chat", "application/json", strings.NewReader(`{"model":"503-persist","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var text strings.Builder
+	done := false
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var line struct {
+			Message struct{ Content string } `json:"message"`
+			Done    bool                     `json:"done"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			break
+		}
+		text.WriteString(line.Message.Content)
+		done = done || line.Done
+	}
+	var models []string
+	for _, a := range c.Wall.Attempts() {
+		models = append(models, a.Model)
+	}
+	if resp.StatusCode != 200 || !done || text.String() != "Hello world from the wall." || strings.Join(models, " ") != "503-persist 503-persist 503-persist ok" {
+		t.Fatalf("client got %d %q done=%v; upstream saw %v", resp.StatusCode, text.String(), done, models)
+	}
+}

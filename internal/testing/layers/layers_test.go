@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"codec/jsonstrict":     {},
 	"codec":                {"execution", "codec", "internal/ids"},
 	"wire":                 {"execution"},
+	"surface":              {"execution", "codec", "wire", "internal/ids"},
 	"internal/httphdr":     {},
 	"internal/konfig":      {},
 	"internal/syncx":       {},
@@ -28,8 +29,8 @@ var allowed = map[string][]string{
 	"internal/slogx":       {},
 	"openapi":              {},
 	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "nodeagent"},
-	"streamgate":           {"execution", "codec", "internal/httphdr", "internal/syncx"},
-	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "gateway/tenancy", "gateway/pool", "gateway/fleet", "internal/ids", "internal/slogx"},
+	"streamgate":           {"execution", "codec", "surface", "internal/httphdr", "internal/syncx"},
+	"gateway":              {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "openapi", "streamgate", "surface", "gateway/tenancy", "gateway/pool", "gateway/fleet", "internal/ids", "internal/slogx"},
 	"gateway/fleet":        {"execution", "codec", "wire", "streamgate", "gateway/pool", "internal/ids", "internal/slogx", "internal/syncx", "internal/tracing"},
 	"gateway/pool":         {"execution", "wire", "streamgate"},
 	"gateway/tenancy":      {"execution", "codec", "internal/ids"},
@@ -96,6 +97,8 @@ func TestRulesHold(t *testing.T) {
 		ok       bool
 	}{
 		{"streamgate", "gateway", false},
+		{"surface", "streamgate", false},
+		{"streamgate", "surface", true},
 		{"streamgate", "nodeagent", false},
 		{"gateway", "nodeagent", false},
 		{"execution", "codec/openai", false},

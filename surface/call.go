@@ -1,0 +1,191 @@
+package surface
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/iopgw/iop/codec/anthropic"
+	"github.com/iopgw/iop/codec/ollama"
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
+)
+
+// Call is a decoded request: what the edge needs of it to admit, route
+// and serve it. The body itself travels as it came (the tunnel and
+// native forms), parsed once here.
+type Call struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	// Run is the normalized form, for the translated path; nil when the
+	// request only tunnels (or goes native).
+	Run *execution.RunRequest
+	// Untranslated, when set, says why the request has no translated
+	// form: only a provider serving the surface natively can take it
+	// (Run is nil).
+	Untranslated *openai.Error
+	// Refuse says why Run cannot go to a provider of an adapter on the
+	// translated path (nil when it can).
+	Refuse func(adapter string) *openai.Error
+	// Echo is what a rendered Responses answer echoes of the request.
+	Echo openai.ResponseEcho
+	// SideEffects: the request asks for server-executed tools.
+	SideEffects bool
+	// OutputLimit is the request's own output limit when it has no Run to
+	// carry one (0: none).
+	OutputLimit int64
+	// TunnelPath and TunnelBody, when set, are the OpenAI request the
+	// tunnel form sends instead of the client's own (Ollama's embed as
+	// OpenAI embeddings), with Reshape turning the answer back.
+	TunnelPath string
+	TunnelBody []byte
+	Reshape    func(status int, header http.Header, body []byte) (int, http.Header, []byte)
+}
+
+func decodeChat(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	req, e := openai.DecodeChatRequest(body, lim)
+	if e != nil {
+		return nil, e
+	}
+	run := req.RunRequest()
+	run.ChatBody, run.Stream = body, req.Stream
+	c := &Call{Model: req.Model, Stream: req.Stream, IncludeUsage: req.IncludeUsage, Run: run,
+		Refuse: translationRefusal(nil, req.Neutral, body)}
+	if req.N > 1 {
+		c.Run = nil // n > 1 is tunnel-only
+	}
+	return c, nil
+}
+
+func decodeResponses(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	req, e := openai.DecodeResponsesRequest(body, lim)
+	if e != nil {
+		return nil, e
+	}
+	run := req.RunRequest()
+	chatBody, terr := openai.ResponsesToChat(body)
+	run.ChatBody, run.Stream = chatBody, req.Stream
+	c := &Call{Model: req.Model, Stream: req.Stream, Run: run, Echo: req.Echo(), SideEffects: req.ServerTools,
+		Refuse: translationRefusal(terr, req.Neutral, chatBody)}
+	c.Echo.Store = new(false) // a translated response is not stored anywhere
+	if terr != nil {
+		// State, server tools and the like live upstream: only a provider
+		// that serves the Responses API natively can take the request.
+		c.Run, c.Untranslated = nil, terr
+	}
+	return c, nil
+}
+
+// decodeTunnelOnly reads the model and stream flag of an OpenAI request
+// that only tunnels (embeddings, legacy completions, moderations, images,
+// rerank).
+func decodeTunnelOnly(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	if e := openai.CheckBody(body, lim); e != nil {
+		return nil, e
+	}
+	var head struct {
+		Model  *string `json:"model"`
+		Stream *bool   `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return nil, openai.InvalidRequest("", "Invalid type in the request body: %v.", err)
+	}
+	if head.Model == nil || *head.Model == "" {
+		return nil, openai.InvalidRequest("model", "you must provide a model parameter")
+	}
+	return &Call{Model: *head.Model, Stream: head.Stream != nil && *head.Stream}, nil
+}
+
+func decodeMessages(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	return decodeAnthropic(body, lim, anthropic.Decode)
+}
+
+func decodeCountTokens(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	return decodeAnthropic(body, lim, anthropic.DecodeCount)
+}
+
+// decodeAnthropic reads a Messages request: strict JSON as on every
+// surface, then Anthropic's own checks (its messages, in its shape).
+func decodeAnthropic(body []byte, lim openai.Limits, decode func([]byte) (*anthropic.Request, *anthropic.Error)) (*Call, *openai.Error) {
+	if e := openai.CheckBody(body, lim); e != nil {
+		return nil, e
+	}
+	req, ae := decode(body)
+	if ae != nil {
+		return nil, &openai.Error{Status: ae.Status, Type: openai.TypeInvalidRequest, Message: ae.Message}
+	}
+	return &Call{Model: req.Model, Stream: req.Stream, OutputLimit: req.MaxTokens}, nil
+}
+
+func decodeOllamaRun(generate bool) func([]byte, openai.Limits) (*Call, *openai.Error) {
+	return func(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+		req, oe := ollama.Decode(body, generate, lim.MaxDepth)
+		if oe != nil {
+			return nil, &openai.Error{Status: oe.Status, Type: openai.TypeInvalidRequest, Message: oe.Message}
+		}
+		chatBody, terr := ollama.ToChat(body, generate)
+		run := &execution.RunRequest{Model: req.Model, Messages: req.Messages, Params: req.Params, ChatBody: chatBody, Stream: req.Stream}
+		refuse := func(adapter string) *openai.Error {
+			if terr == nil || adapter != "openai" {
+				return nil
+			}
+			return openai.InvalidRequest("", "%s", terr.Message)
+		}
+		return &Call{Model: req.Model, Stream: req.Stream, Run: run, Refuse: refuse}, nil
+	}
+}
+
+func decodeOllamaEmbed(legacy bool) func([]byte, openai.Limits) (*Call, *openai.Error) {
+	return func(body []byte, _ openai.Limits) (*Call, *openai.Error) {
+		req, e := ollama.DecodeEmbed(body, legacy)
+		if e != nil {
+			return nil, e
+		}
+		return &Call{Model: req.Model, TunnelPath: Embeddings.Path, TunnelBody: req.OpenAIBody(), Reshape: embedReshape(req, time.Now())}, nil
+	}
+}
+
+// embedReshape turns an OpenAI embeddings answer (or error) into the
+// Ollama answer of req; an answer that does not translate is a 502 in
+// Ollama's error shape, never a made-up vector.
+func embedReshape(req ollama.EmbedRequest, start time.Time) func(int, http.Header, []byte) (int, http.Header, []byte) {
+	return func(status int, h http.Header, body []byte) (int, http.Header, []byte) {
+		out := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
+		if id := h.Get("X-Request-Id"); id != "" {
+			out.Set("X-Request-Id", id)
+		}
+		if status >= 400 {
+			ue := openai.ParseError(status, h, body)
+			return status, out, (&ollama.Error{Status: status, Message: ue.Message}).Body()
+		}
+		b, err := req.FromOpenAI(body, time.Since(start))
+		if err != nil {
+			return http.StatusBadGateway, out, (&ollama.Error{Status: http.StatusBadGateway, Message: err.Error()}).Body()
+		}
+		return status, out, b
+	}
+}
+
+// translationRefusal says why a request cannot take the translated path
+// to a provider of a given adapter: terr, when the request could not be
+// translated into a Chat body (OpenAI-compatible upstreams); for an
+// Ollama-native upstream, also what its neutral form lost or a Chat field
+// Ollama cannot honour.
+func translationRefusal(terr, neutral *openai.Error, chatBody []byte) func(adapter string) *openai.Error {
+	return func(adapter string) *openai.Error {
+		if terr != nil {
+			return terr
+		}
+		if adapter != "ollama" {
+			return nil
+		}
+		if neutral != nil {
+			return neutral
+		}
+		if f := ollama.ChatRefusal(chatBody); f != "" {
+			return openai.InvalidRequest(f, "'%s' cannot be used with this model: its provider (Ollama) has no equivalent.", f)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,134 @@
+package surface
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/wire"
+)
+
+var lim = openai.Limits{MaxDepth: 64, MaxMessages: 1000}
+
+// TestEveryWireSurfaceHasARoute: a surface a provider can declare is one
+// a client can reach, and every route names a declarable surface.
+func TestEveryWireSurfaceHasARoute(t *testing.T) {
+	seen := map[string]bool{}
+	paths := map[string]bool{}
+	for _, s := range All {
+		if !slices.Contains(wire.Surfaces, s.Serves) {
+			t.Errorf("%s serves %q, not a wire surface", s, s.Serves)
+		}
+		if paths[s.Path] {
+			t.Errorf("two surfaces route %s", s.Path)
+		}
+		paths[s.Path], seen[s.Serves] = true, true
+		if ForPath(s.Path) != s {
+			t.Errorf("ForPath(%s) is not %s", s.Path, s)
+		}
+		if s.Native != (s.Serves == wire.SurfaceOllama) {
+			t.Errorf("%s: native form %v for wire surface %s", s, s.Native, s.Serves)
+		}
+		if !s.Native && s.Serves != wire.SurfaceOfPath(s.Path) {
+			t.Errorf("%s: the tunnel names %s's surface %q", s, s.Path, wire.SurfaceOfPath(s.Path))
+		}
+	}
+	for _, w := range wire.Surfaces {
+		if !seen[w] {
+			t.Errorf("wire surface %q has no route", w)
+		}
+	}
+}
+
+// TestDecode: each surface reads the model and stream flag of a minimal
+// request, and refuses one without a model.
+func TestDecode(t *testing.T) {
+	bodies := map[*Surface]string{
+		Chat:             `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		Responses:        `{"model":"m","stream":true,"input":"hi"}`,
+		Completions:      `{"model":"m","stream":true,"prompt":"hi"}`,
+		Embeddings:       `{"model":"m","input":"hi"}`,
+		Moderations:      `{"model":"m","input":"hi"}`,
+		Images:           `{"model":"m","prompt":"a cat"}`,
+		Rerank:           `{"model":"m","query":"q","documents":["a"]}`,
+		Messages:         `{"model":"m","stream":true,"max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`,
+		CountTokens:      `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		OllamaChat:       `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		OllamaGenerate:   `{"model":"m","prompt":"hi"}`,
+		OllamaEmbed:      `{"model":"m","input":["a","b"]}`,
+		OllamaEmbeddings: `{"model":"m","prompt":"a"}`,
+	}
+	for _, s := range All {
+		body, ok := bodies[s]
+		if !ok {
+			t.Fatalf("no request for %s", s)
+		}
+		c, e := s.Decode([]byte(body), lim)
+		if e != nil {
+			t.Fatalf("%s: %v", s, e)
+		}
+		if c.Model != "m" {
+			t.Errorf("%s: model %q", s, c.Model)
+		}
+		wantStream := strings.Contains(body, `"stream":true`) || s == OllamaChat || s == OllamaGenerate // Ollama streams by default
+		if c.Stream != wantStream {
+			t.Errorf("%s: stream %v, want %v", s, c.Stream, wantStream)
+		}
+		if translated := s.encode != nil; (c.Run != nil) != translated {
+			t.Errorf("%s: normalized run %v for a surface with an encoder %v", s, c.Run != nil, translated)
+		}
+		if s.TunnelOnly && s.encode != nil {
+			t.Errorf("%s: tunnel-only with an encoder", s)
+		}
+		var m map[string]any
+		_ = json.Unmarshal([]byte(body), &m)
+		delete(m, "model")
+		nb, _ := json.Marshal(m)
+		if _, e := s.Decode(nb, lim); e == nil || e.Status != http.StatusBadRequest {
+			t.Errorf("%s: a request without a model was not refused with 400: %v", s, e)
+		}
+	}
+	if c, _ := Messages.Decode([]byte(bodies[Messages]), lim); c.OutputLimit != 9 {
+		t.Errorf("messages: output limit %d, want 9", c.OutputLimit)
+	}
+	if c, _ := OllamaEmbed.Decode([]byte(bodies[OllamaEmbed]), lim); c.TunnelPath != "/v1/embeddings" || !strings.Contains(string(c.TunnelBody), `"input":["a","b"]`) {
+		t.Errorf("ollama embed tunnels as %s %s", c.TunnelPath, c.TunnelBody)
+	}
+	if c, _ := Responses.Decode([]byte(`{"model":"m","input":"hi","previous_response_id":"resp_1"}`), lim); c.Untranslated == nil || c.Run != nil {
+		t.Error("a Responses request with upstream state was given a translated form")
+	}
+	if c, _ := Chat.Decode([]byte(`{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`), lim); c.Run != nil {
+		t.Error("a Chat request with n > 1 was given a translated form")
+	}
+}
+
+// TestShapes: errors render in each API's own shape, found by path for
+// routes that are no surface too.
+func TestShapes(t *testing.T) {
+	e := &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Code: "model_not_found", Message: "no such model"}
+	cases := []struct {
+		path, want string
+	}{
+		{"/v1/chat/completions", `{"error":{"message":"no such model","type":"invalid_request_error","param":null,"code":"model_not_found"}}`},
+		{"/v1/unknown", `{"error":{"message":"no such model","type":"invalid_request_error","param":null,"code":"model_not_found"}}`},
+		{"/api/chat", `{"error":"no such model"}`},
+		{"/api/unknown", `{"error":"no such model"}`},
+		{"/v1/messages", `{"type":"error","error":{"type":"not_found_error","message":"no such model"}}`},
+		{"/v1/messages/batches", `{"type":"error","error":{"type":"not_found_error","message":"no such model"}}`},
+	}
+	for _, tc := range cases {
+		_, body := ShapeOfPath(tc.path).Render(e)
+		if string(body) != tc.want {
+			t.Errorf("%s: %s, want %s", tc.path, body, tc.want)
+		}
+	}
+	if got := ShapeOllama.ModelNotFound("llama3", e).Message; got != "model 'llama3' not found" {
+		t.Errorf("Ollama's model-not-found says %q", got)
+	}
+	if nf := Rerank.NotServed("m"); nf.Status != http.StatusNotFound || !strings.Contains(nf.Message, "/v1/rerank") || !strings.Contains(nf.Message, "rerank surface") {
+		t.Errorf("not served: %+v", nf)
+	}
+}
