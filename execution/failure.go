@@ -58,8 +58,14 @@ type ExecutionFailure struct {
 	// Retryable means only that the local provider ownership fence was
 	// confirmed within the bounded close grace. It never means "retry".
 	Retryable bool
-	// Metadata is allowlisted evidence (see StallMetadataKeys).
+	// Metadata is allowlisted evidence (see StallMetadataKeys): the
+	// contract form of Stall, as it crosses a wire.
 	Metadata map[string]string
+	// Stall is the typed evidence of a response_stalled failure (nil for
+	// any other): what the watchdog found and, on the edge, what the pool
+	// validated. Metadata is built from it and parsed into it at the wire
+	// boundary; everything else reads these fields.
+	Stall *StallEvidence
 	// Upstream describes the provider upstream's error answer, if that is
 	// what failed.
 	Upstream *UpstreamError

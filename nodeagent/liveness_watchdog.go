@@ -4,7 +4,6 @@ import (
 	"github.com/iopgw/iop/internal/syncx"
 
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +32,7 @@ type stallVerdict struct {
 	health   execution.ProviderHealth
 	fence    execution.AttemptFence
 	seq      uint64 // 0 on unbound paths: the key is omitted
-	metadata map[string]string
+	evidence *execution.StallEvidence
 }
 
 // failure returns the typed response_stalled failure of v.
@@ -42,7 +41,8 @@ func (v stallVerdict) failure() *execution.ExecutionFailure {
 		Code:      execution.FailureCodeResponseStalled,
 		Message:   execution.StalledMessage,
 		Retryable: v.fence == execution.AttemptFenceConfirmed,
-		Metadata:  v.metadata,
+		Metadata:  v.evidence.Metadata(),
+		Stall:     v.evidence,
 	}
 }
 
@@ -103,14 +103,14 @@ func (w *watchdog) halt() {
 
 // watchHooks are what a watchdog needs from its attempt.
 type watchHooks struct {
-	claim    func() bool                            // fence the emitter; false if a terminal won
-	cancel   func()                                 // cancel the provider
-	released <-chan struct{}                        // closed when the provider returned
-	probe    func() execution.ProbeOutcome          // bounded exact-target probe
-	seq      func() uint64                          // next observation seq; nil when unbound
-	finish   func(v stallVerdict)                   // deliver the terminal
-	meta     func(v stallVerdict) map[string]string // assemble metadata
-	observe  func(v stallVerdict)                   // fire-and-forget observation
+	claim    func() bool                                   // fence the emitter; false if a terminal won
+	cancel   func()                                        // cancel the provider
+	released <-chan struct{}                               // closed when the provider returned
+	probe    func() execution.ProbeOutcome                 // bounded exact-target probe
+	seq      func() uint64                                 // next observation seq; nil when unbound
+	finish   func(v stallVerdict)                          // deliver the terminal
+	evidence func(v stallVerdict) *execution.StallEvidence // assemble the evidence
+	observe  func(v stallVerdict)                          // fire-and-forget observation
 }
 
 // start arms the watchdog. It handles a stall on the timer's goroutine;
@@ -172,21 +172,14 @@ func (w *watchdog) handleStall(idle time.Duration, h watchHooks) {
 	if h.seq != nil {
 		v.seq = h.seq()
 	}
-	v.metadata = h.meta(v)
+	v.evidence = h.evidence(v)
 	h.finish(v)
 	h.observe(v)
 }
 
-// stallMetadata assembles the allowlisted terminal metadata of v for id.
-func stallMetadata(v stallVerdict, id attemptIdentity) map[string]string {
-	md := id.metadata()
-	md[execution.MetadataKeyFailureCode] = string(execution.FailureCodeResponseStalled)
-	md[execution.MetadataKeyProviderHealth] = string(v.health.Status())
-	md[execution.MetadataKeyLivenessClassification] = string(v.health)
-	md[execution.MetadataKeyIdleDurationMS] = strconv.FormatInt(v.idle.Milliseconds(), 10)
-	md[execution.MetadataKeyAttemptFence] = string(v.fence)
-	if v.seq != 0 {
-		md[execution.MetadataKeyHealthObservationSeq] = strconv.FormatUint(v.seq, 10)
-	}
-	return execution.CloneStallMetadata(nil, md)
+// stallEvidence is the typed evidence of v for the attempt id: the
+// joined verdict and the attempt's authoritative identity.
+func stallEvidence(v stallVerdict, id attemptIdentity) *execution.StallEvidence {
+	return &execution.StallEvidence{Health: v.health.Status(), Classification: v.health, IdleMS: uint64(max(v.idle.Milliseconds(), 0)),
+		RunID: id.RunID, AttemptID: id.AttemptID, Adapter: id.Adapter, Target: id.Target, Fence: v.fence, Seq: v.seq}
 }

@@ -406,8 +406,8 @@ func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watc
 		probe: func() execution.ProbeOutcome {
 			return b.probes.ProbeHealth(s.provider, execution.ProbeRequest{Adapter: s.desc.Adapter, InstanceKey: s.desc.InstanceKey, Target: s.id.Target})
 		},
-		meta:   func(v stallVerdict) map[string]string { return stallMetadata(v, s.id) },
-		finish: func(v stallVerdict) { s.sink.Finish(s.stalled(v)) },
+		evidence: func(v stallVerdict) *execution.StallEvidence { return stallEvidence(v, s.id) },
+		finish:   func(v stallVerdict) { s.sink.Finish(s.stalled(v)) },
 		observe: func(v stallVerdict) {
 			observeSafely(b.observer, StallObservation{
 				ExecutionPath: s.path, ProviderHealth: v.health.Status(), LivenessClassification: v.health,

@@ -95,12 +95,12 @@ func complete() Item { return ev(execution.RunEvent{Type: execution.EventTypeCom
 
 // stallItem is a validated stall terminal as the gateway hands it over.
 func stallItem(confirmed bool, health string) Item {
-	md := map[string]string{execution.MetadataKeyAttemptFence: "confirmed", execution.MetadataKeyProviderHealth: health}
+	st := &execution.StallEvidence{Fence: execution.AttemptFenceConfirmed, Health: execution.HealthStatus(health)}
 	if confirmed {
-		md[MetadataKeyRecoveryHandoff], md[MetadataKeyProviderID] = RecoveryHandoffConfirmed, "n/a"
+		st.HandoffConfirmed, st.ProviderID = true, "n/a"
 	} else {
-		md[execution.MetadataKeyAttemptFence] = "unconfirmed"
+		st.Fence = execution.AttemptFenceUnconfirmed
 	}
 	return ev(execution.RunEvent{Type: execution.EventTypeError, Error: "stalled",
-		Failure: &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Metadata: md}})
+		Failure: &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Metadata: st.Metadata(), Stall: st}})
 }

@@ -169,7 +169,7 @@ var RealClock Clock = realClock{}
 
 // Handoff metadata keys the gateway sets on a validated stall terminal.
 const (
-	MetadataKeyProviderID      = "provider_id"
-	MetadataKeyRecoveryHandoff = "recovery_handoff"
-	RecoveryHandoffConfirmed   = "confirmed"
+	MetadataKeyProviderID      = execution.MetadataKeyProviderID
+	MetadataKeyRecoveryHandoff = execution.MetadataKeyRecoveryHandoff
+	RecoveryHandoffConfirmed   = execution.RecoveryHandoffConfirmed
 )

@@ -315,10 +315,12 @@ func failureOutcome(f *execution.ExecutionFailure) outcome {
 	}
 	switch f.Code {
 	case execution.FailureCodeResponseStalled:
-		md := f.Metadata
-		_, fence := md[execution.MetadataKeyAttemptFence]
-		return outcome{kind: outStall, confirmed: md[MetadataKeyRecoveryHandoff] == RecoveryHandoffConfirmed, fenceSeen: fence,
-			health: execution.NormalizeHealthStatus(md[execution.MetadataKeyProviderHealth])}
+		ev := f.Stall
+		if ev == nil {
+			ev = &execution.StallEvidence{}
+		}
+		return outcome{kind: outStall, confirmed: ev.HandoffConfirmed, fenceSeen: ev.Fence != "",
+			health: execution.NormalizeHealthStatus(string(ev.Health))}
 	case execution.FailureCodeUpstreamError:
 		if f.Upstream != nil && f.Upstream.Status >= 400 {
 			return outcome{kind: outUpstream, upstream: f.Upstream}

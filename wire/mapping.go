@@ -157,12 +157,17 @@ func TunnelFrameFromProto(m *ProviderTunnelFrame) execution.ProviderTunnelFrame 
 }
 
 // FailureFromProto rebuilds the typed failure of an error event or frame:
-// the response_stalled ExecutionFailure as sent (its metadata validated
-// later by the receiver), or the detail of any other failure.
+// the response_stalled ExecutionFailure as sent, its metadata parsed into
+// typed evidence (allowlisted, valid values only; the pool validates the
+// binding), or the detail of any other failure.
 func FailureFromProto(msg string, f *ExecutionFailure, d *ErrorDetail) *execution.ExecutionFailure {
 	if f != nil {
-		return &execution.ExecutionFailure{Code: execution.FailureCode(f.GetCode()), Message: f.GetMessage(), Retryable: f.GetRetryable(),
+		out := &execution.ExecutionFailure{Code: execution.FailureCode(f.GetCode()), Message: f.GetMessage(), Retryable: f.GetRetryable(),
 			Metadata: f.GetMetadata()}
+		if out.Code == execution.FailureCodeResponseStalled {
+			out.Stall = execution.ParseStallEvidence(out.Metadata)
+		}
+		return out
 	}
 	if d == nil {
 		return nil

@@ -1,11 +1,9 @@
 package pool
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/streamgate"
 )
 
 // overlayEntry is the runtime health overlay of one provider on one
@@ -60,28 +58,27 @@ func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure)
 	if !l.Owns(r) {
 		return StallVerdict{Failure: out}, HealthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"}
 	}
-	md := f.Metadata
-	health := execution.HealthStatus(md[execution.MetadataKeyProviderHealth])
-	fence := md[execution.MetadataKeyAttemptFence]
-	out.Metadata = map[string]string{}
-	if fence != "" {
-		out.Metadata[execution.MetadataKeyAttemptFence] = fence
+	ev := f.Stall
+	if ev == nil {
+		ev = &execution.StallEvidence{}
 	}
+	health, fence := ev.Health, ev.Fence
+	verdict := &execution.StallEvidence{Fence: fence}
+	out.Stall = verdict
 	released := StallVerdict{Failure: out, ReleaseLease: true}
-	seq, seqErr := strconv.ParseUint(md[execution.MetadataKeyHealthObservationSeq], 10, 64)
+	defer func() { out.Metadata = verdict.Metadata() }()
 	switch {
-	case !exactPair(md[execution.MetadataKeyLivenessClassification], health) || fence == "":
+	case !exactPair(ev.Classification, health) || fence == "":
 		return released, HealthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"}
-	case md[execution.MetadataKeyAdapter] != l.Adapter || md[execution.MetadataKeyTarget] != l.Target:
+	case ev.Adapter != l.Adapter || ev.Target != l.Target:
 		return released, HealthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
-	case fence != string(execution.AttemptFenceConfirmed) || !f.Retryable:
+	case fence != execution.AttemptFenceConfirmed || !f.Retryable:
 		return released, HealthObservation{source: "stall", evidence: string(health), decision: "rejected_binding"}
 	}
 	// A validated current bound stall: annotate, whatever the sequence says.
-	out.Metadata[streamgate.MetadataKeyProviderID] = l.ProviderID
-	out.Metadata[execution.MetadataKeyProviderHealth] = string(health)
-	out.Metadata[streamgate.MetadataKeyRecoveryHandoff] = streamgate.RecoveryHandoffConfirmed
-	if seqErr != nil || seq == 0 {
+	verdict.ProviderID, verdict.Health, verdict.HandoffConfirmed = l.ProviderID, health, true
+	seq := ev.Seq
+	if seq == 0 {
 		return released, HealthObservation{source: "stall", evidence: string(health), decision: "rejected_ambiguous"}
 	}
 	return released, p.applyStall(l, health, seq)
@@ -91,8 +88,7 @@ func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure)
 // three joined pairs: request_stalled/available,
 // provider_unhealthy/unavailable, health_unknown/unknown. Anything else,
 // an unknown class included, is malformed evidence.
-func exactPair(class string, health execution.HealthStatus) bool {
-	c := execution.ProviderHealth(class)
+func exactPair(c execution.ProviderHealth, health execution.HealthStatus) bool {
 	return c.Valid() && health.Valid() && c.Status() == health
 }
 

@@ -58,7 +58,13 @@ func stall(health, class, fence string, seq string, retryable bool) *execution.E
 	if seq != "" {
 		md["health_observation_seq"] = seq
 	}
-	return &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Retryable: retryable, Metadata: md}
+	return fromWire(&execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Retryable: retryable, Metadata: md})
+}
+
+// fromWire is f as the edge receives it: through the wire boundary, which
+// parses its metadata into typed evidence.
+func fromWire(f *execution.ExecutionFailure) *execution.ExecutionFailure {
+	return wire.FailureFromProto("", &wire.ExecutionFailure{Code: string(f.Code), Retryable: f.Retryable, Metadata: f.Metadata}, nil)
 }
 
 func leaseFor(t *testing.T, p *Pool, id string) *Lease {
@@ -109,7 +115,7 @@ func TestStallAcceptanceRules(t *testing.T) {
 		{"target mismatch", "", own, func() *execution.ExecutionFailure {
 			f := stall("unavailable", "provider_unhealthy", "confirmed", "3", true)
 			f.Metadata["target"] = "other"
-			return f
+			return fromWire(f)
 		}(), false, true, "available", "rejected_binding"},
 	}
 	for _, tt := range tests {
@@ -272,6 +278,7 @@ func TestProviderHealthObservabilityDoesNotExposeSentinels(t *testing.T) {
 	}
 	f := stall("unavailable", "provider_unhealthy", "confirmed", "1", true)
 	maps.Copy(f.Metadata, map[string]string{"run_id": "SENTINEL-RUN", "adapter": "SENTINEL-ADAPTER", "target": "SENTINEL-TARGET", "prompt": "SENTINEL-PROMPT"})
+	f = fromWire(f)
 	p.AcceptStall(l, Reception{NodeID: "SENTINEL-NODE", ConnectionGeneration: 1}, f, nil)
 	p.AcceptStall(l, Reception{NodeID: "SENTINEL-OTHER", ConnectionGeneration: 9}, f, nil)
 	p.ApplyProbe(ProbeResult{NodeID: "SENTINEL-NODE", Generation: 1, ProviderID: "SENTINEL-PROVIDER", AdapterKey: "SENTINEL-KEY", Target: "SENTINEL-TARGET", Status: "available", Seq: 2})
