@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/internal/syncx"
 
 	"fmt"
@@ -64,30 +65,31 @@ func (v stallVerdict) errorText() string {
 type watchdog struct {
 	timeout time.Duration
 	grace   time.Duration
+	clock   clock.Clock
 	last    atomic.Int64 // unix nanos of admission or the last progress
 	claimed atomic.Bool
 	stop    *syncx.Event
 	done    *syncx.Event // the watchdog has finished (halted, or the stall delivered)
 
 	mu sync.Mutex  // orders re-arming against halt
-	t  *time.Timer // set by start
+	t  clock.Timer // set by start
 	h  watchHooks
 }
 
-func newWatchdog(timeout, grace time.Duration) *watchdog {
+func newWatchdog(timeout, grace time.Duration, clk clock.Clock) *watchdog {
 	if timeout <= 0 {
 		timeout = time.Duration(execution.DefaultResponseStallTimeoutMS) * time.Millisecond
 	}
-	w := &watchdog{timeout: timeout, grace: grace, stop: syncx.NewEvent(), done: syncx.NewEvent()}
-	w.last.Store(time.Now().UnixNano())
+	w := &watchdog{timeout: timeout, grace: grace, clock: clock.Or(clk), stop: syncx.NewEvent(), done: syncx.NewEvent()}
+	w.last.Store(w.clock.Now().UnixNano())
 	return w
 }
 
 // touch records progress.
-func (w *watchdog) touch() { w.last.Store(time.Now().UnixNano()) }
+func (w *watchdog) touch() { w.last.Store(w.clock.Now().UnixNano()) }
 
 // idle is the time since admission or the last progress.
-func (w *watchdog) idle() time.Duration { return time.Since(time.Unix(0, w.last.Load())) }
+func (w *watchdog) idle() time.Duration { return clock.Since(w.clock, time.Unix(0, w.last.Load())) }
 
 // halt stops the watchdog (idempotent); a claim already in progress
 // completes, and done fires when it has.
@@ -120,7 +122,7 @@ func (w *watchdog) start(h watchHooks) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.h = h
-	w.t = time.AfterFunc(w.timeout, w.expire)
+	w.t = w.clock.AfterFunc(w.timeout, w.expire)
 }
 
 // expire runs when the timer fires: progress since it was armed re-arms
@@ -156,12 +158,12 @@ func (w *watchdog) handleStall(idle time.Duration, h watchHooks) {
 		outcome execution.ProbeOutcome
 	)
 	wg.Go(func() {
-		g := time.NewTimer(w.grace)
+		graceOver, g := clock.After(w.clock, w.grace)
 		defer g.Stop()
 		select {
 		case <-h.released:
 			fence = execution.AttemptFenceConfirmed
-		case <-g.C:
+		case <-graceOver:
 			fence = execution.AttemptFenceUnconfirmed
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/nodeagent/providers/httpx"
 	"github.com/iopgw/iop/wire"
@@ -33,6 +34,7 @@ type Bridge struct {
 	log        *slog.Logger
 	closeGrace time.Duration
 	tracer     trace.Tracer
+	clock      clock.Clock
 
 	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
 
@@ -49,13 +51,16 @@ type BridgeConfig struct {
 	Log        *slog.Logger      // nil: discard
 	CloseGrace time.Duration     // zero: DefaultCloseGrace
 	Tracer     trace.Tracer      // nil: no spans
+	// Clock runs the watchdogs' timers (nil: the wall clock).
+	Clock clock.Clock
 }
 
 // NewBridge returns a Bridge.
 func NewBridge(c BridgeConfig) *Bridge {
 	b := &Bridge{
 		registry: c.Registry, probes: c.Probes, observer: c.Observer, log: c.Log, closeGrace: c.CloseGrace, tracer: c.Tracer,
-		runs: map[string]map[*attemptState]struct{}{}, inFlight: map[string]*atomic.Int32{},
+		clock: clock.Or(c.Clock),
+		runs:  map[string]map[*attemptState]struct{}{}, inFlight: map[string]*atomic.Int32{},
 	}
 	if b.probes == nil {
 		b.probes = &ProbeCoordinator{}
@@ -185,7 +190,7 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 		},
 		cancelled: execution.RunEvent{Type: execution.EventTypeCancelled, Error: "cancelled"},
 	}
-	out.w = newWatchdog(spec.timeout, b.closeGrace)
+	out.w = newWatchdog(spec.timeout, b.closeGrace, b.clock)
 	runAttempt(ctx, b, spec, out.w)
 }
 
@@ -234,7 +239,7 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 		},
 		cancelled: execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "cancelled"},
 	}
-	out.w = newWatchdog(spec.timeout, b.closeGrace)
+	out.w = newWatchdog(spec.timeout, b.closeGrace, b.clock)
 	runAttempt(ctx, b, spec, out.w)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/clock"
 )
 
 // Kind says what an attempt produces.
@@ -147,25 +148,15 @@ var (
 	ErrDispatchFailed = errors.New("dispatch failed")
 )
 
-// Clock is the runtime's time source.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a stoppable, resettable timer.
-type Timer interface {
-	Stop() bool
-	Reset(d time.Duration) bool
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                            { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// Clock is the runtime's time source, and Timer its timers (the
+// product's one clock, internal/clock).
+type (
+	Clock = clock.Clock
+	Timer = clock.Timer
+)
 
 // RealClock is the wall clock.
-var RealClock Clock = realClock{}
+var RealClock = clock.Real
 
 // Handoff metadata keys the gateway sets on a validated stall terminal.
 const (

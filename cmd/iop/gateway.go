@@ -46,9 +46,8 @@ func runGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go watchReloads(rctx, *path, reloadPolicy(cfg.Reload), log, func() { reloadGateway(g, *path, log) })
+	stopReloads := watchReloads(ctx, *path, reloadPolicy(cfg.Reload), log, func() { reloadGateway(g, *path, log) })
+	defer stopReloads()
 	if len(cfg.Node) == 0 {
 		return g.Run(ctx)
 	}

@@ -33,7 +33,7 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go watchReloads(rctx, *path, reloadPolicy(cfg.Reload), log, func() {
+	stopReloads := watchReloads(rctx, *path, reloadPolicy(cfg.Reload), log, func() {
 		next, err := nodeagent.LoadConfig(*path)
 		if err == nil {
 			err = a.Reload(rctx, next)
@@ -42,5 +42,6 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 			log.Error("configuration reload not (fully) applied", "error", err.Error())
 		}
 	})
+	defer stopReloads()
 	return a.Run(ctx)
 }

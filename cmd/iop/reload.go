@@ -20,14 +20,22 @@ type reloadPolicy struct {
 }
 
 // watchReloads calls reload on SIGHUP and, with p.Watch, when path's
-// content changed and then stayed the same for one interval, until ctx
-// ends. reload logs its own outcome. Without a
-// file, SIGHUP is logged and ignored (it never kills the process).
-func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Logger, reload func()) {
+// content changed and then stayed the same for one interval, until the
+// returned stop is called (stop waits for the watcher to end). reload
+// logs its own outcome. Without a file, SIGHUP is logged and ignored (it
+// never kills the process). SIGHUP is caught before watchReloads returns:
+// one sent the moment the process says it is up is never lost.
+func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Logger, reload func()) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	watchFile(ctx, path, p, log, hup, reload)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer signal.Stop(hup)
+		watchFile(ctx, path, p, log, hup, reload)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // watchFile is watchReloads with its SIGHUP channel given.

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/syncx"
@@ -55,6 +56,7 @@ type Hub struct {
 	link         NodeLinkConfig
 	audit        *slogx.Sampled // refusals a stranger can cause at will
 	gen          atomic.Uint64
+	clock        clock.Clock // heartbeats, open and take-up deadlines, drains, probes
 
 	mu       sync.Mutex // guards the following fields
 	conns    map[string]*nodeConn
@@ -155,7 +157,7 @@ type AttemptConn struct {
 	done      *syncx.Event // the attempt ended
 	// work sent on a parked stream: armed until the first message back
 	// (see watchTakeUp); owned by the receiving goroutine once armed.
-	takeUp   *time.Timer
+	takeUp   clock.Timer
 	notTaken atomic.Bool // the node did not take the work up in time
 }
 
@@ -196,6 +198,8 @@ type HubConfig struct {
 	Limits       *NodeLimitsConfig
 	Link         *NodeLinkConfig
 	DrainTimeout time.Duration
+	// Clock runs the hub's timers (nil: the wall clock).
+	Clock clock.Clock
 	// ProbeOnConnect sends a CAPABILITIES probe to each provider of a node
 	// that connects (in a goroutine the hub owns, on its life context), so
 	// status shows an unreachable upstream before a request fails on it.
@@ -210,7 +214,7 @@ func NewHub(c HubConfig) *Hub {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{pool: c.Pool, log: c.Log, metrics: newHubMetrics(c.Registerer), edgeID: c.EdgeID, mtls: c.MTLS,
+	h := &Hub{pool: c.Pool, clock: clock.Or(c.Clock), log: c.Log, metrics: newHubMetrics(c.Registerer), edgeID: c.EdgeID, mtls: c.MTLS,
 		limits: DefaultNodeLimits(), link: DefaultNodeLink(), audit: slogx.NewSampled(c.Log, time.Second), conns: map[string]*nodeConn{}, pending: map[string]*pendingDispatch{},
 		seen: map[string]bool{}, opening: map[string]int{}, reading: map[string]int{}}
 	if c.Limits != nil {
@@ -356,14 +360,14 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		h.mu.Unlock()
 		return status.Error(codes.Unavailable, "edge is shutting down")
 	}
-	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: syncx.NewEvent(), since: time.Now(), providers: len(ads),
+	c := &nodeConn{nodeID: nodeID, gen: h.gen.Add(1), stream: stream, done: syncx.NewEvent(), since: h.clock.Now(), providers: len(ads),
 		heartbeats: hello.GetHeartbeats(), attempts: map[*AttemptConn]struct{}{}, idle: make(chan struct{}, 1)}
 	if c.heartbeats {
 		// Parked work is checked against heartbeats (watchTakeUp): a node
 		// that does not answer them parks nothing.
 		c.parkLimit = h.link.ParkedAttempts
 	}
-	c.lastPong.Store(time.Now().UnixNano())
+	c.lastPong.Store(h.clock.Now().UnixNano())
 	prev := h.conns[nodeID]
 	h.conns[nodeID] = c
 	h.seen[nodeID] = true
@@ -418,7 +422,7 @@ func (h *Hub) serveSession(c *nodeConn) error {
 					h.readvertise(c, ads, clamped)
 				}
 			case *wire.NodeMessage_Pong:
-				c.lastPong.Store(time.Now().UnixNano())
+				c.lastPong.Store(h.clock.Now().UnixNano())
 				h.answered(c)
 			case *wire.NodeMessage_Draining:
 				h.pool.SetNodeState(c.nodeID, c.gen, pool.NodeDraining)
@@ -438,15 +442,15 @@ func (h *Hub) serveSession(c *nodeConn) error {
 // answered for HeartbeatTimeout: a frozen node stops receiving work and
 // its streams end within that bound.
 func (h *Hub) heartbeat(c *nodeConn) {
-	t := time.NewTicker(h.link.HeartbeatInterval)
-	defer t.Stop()
 	for seq := uint64(1); ; seq++ {
+		tick, t := clock.After(h.clock, h.link.HeartbeatInterval)
 		select {
 		case <-c.done.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-tick:
 		}
-		if silent := time.Since(time.Unix(0, c.lastPong.Load())); silent > h.link.HeartbeatTimeout {
+		if silent := clock.Since(h.clock, time.Unix(0, c.lastPong.Load())); silent > h.link.HeartbeatTimeout {
 			h.log.Warn("node missed heartbeats; dropping its session", "node_id", c.nodeID, "connection_generation", c.gen,
 				"silent_for", silent.Round(time.Millisecond))
 			h.metrics.heartbeatDrops.Inc()
@@ -661,7 +665,7 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, d
 	if err := c.send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Dispatch{Dispatch: &wire.Dispatch{DispatchId: id}}}); err != nil {
 		return nil, fmt.Errorf("sending dispatch: %w", err)
 	}
-	t := time.NewTimer(h.link.OpenTimeout)
+	expired, t := clock.After(h.clock, h.link.OpenTimeout)
 	defer t.Stop()
 	select {
 	case a := <-pd.ch:
@@ -678,7 +682,7 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, d
 		return nil, ctx.Err()
 	case <-c.done.Done():
 		return nil, errors.New("node connection closed")
-	case <-t.C:
+	case <-expired:
 		h.pool.SetNodeState(owner.NodeID, owner.ConnectionGeneration, pool.NodeSuspect)
 		h.log.Warn("node did not open a dispatched attempt in time; it takes no new work until it answers",
 			"node_id", owner.NodeID, "connection_generation", owner.ConnectionGeneration, "open_timeout", h.link.OpenTimeout)

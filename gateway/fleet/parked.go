@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"time"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -103,9 +101,9 @@ func (h *Hub) parkAttempt(a *AttemptConn) error {
 // heartbeats is alive; its upstream is merely slow (the stall watchdog's
 // business).
 func (h *Hub) watchTakeUp(c *nodeConn, a *AttemptConn) {
-	sent := time.Now().UnixNano()
+	sent := h.clock.Now().UnixNano()
 	// At least two heartbeat intervals, so a live node has answered one.
-	a.takeUp = time.AfterFunc(max(h.link.OpenTimeout, 2*h.link.HeartbeatInterval), func() {
+	a.takeUp = h.clock.AfterFunc(max(h.link.OpenTimeout, 2*h.link.HeartbeatInterval), func() {
 		if c.lastPong.Load() > sent || a.done.HasFired() {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -19,14 +20,14 @@ const recoveryTick = 250 * time.Millisecond
 // exactly available result for the same adapter/target mapping recovers
 // a provider.
 func (h *Hub) RunRecoveryProbes(ctx context.Context) {
-	t := time.NewTicker(recoveryTick)
-	defer t.Stop()
 	for {
+		tick, t := clock.After(h.clock, recoveryTick)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case now := <-t.C:
-			for _, pt := range h.pool.DueProbes(now) {
+		case <-tick:
+			for _, pt := range h.pool.DueProbes(h.clock.Now()) {
 				h.probe(ctx, pt)
 			}
 		}

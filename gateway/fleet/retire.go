@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/internal/clock"
 )
 
 // SetNodes replaces the configured nodes. A node no longer listed takes
@@ -37,14 +38,14 @@ func (h *Hub) SetNodes(nodes []NodeConfig, drainTimeout time.Duration) {
 // end, not by polling — or after limit (the configured drain_timeout), or
 // at once when the hub stops.
 func (h *Hub) retire(ctx context.Context, c *nodeConn, limit time.Duration) {
-	t := time.NewTimer(limit)
+	expired, t := clock.After(h.clock, limit)
 	defer t.Stop()
 	for c.open() > 0 {
 		select {
 		case <-c.idle:
 		case <-c.done.Done():
 			return
-		case <-t.C:
+		case <-expired:
 			h.log.Warn("a removed node's streams did not finish within drain_timeout; its session ends", "node_id", c.nodeID,
 				"open_streams", c.open())
 			c.close()

@@ -1,0 +1,84 @@
+package nodeagent
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/clocktest"
+	"github.com/iopgw/iop/internal/testing/wait"
+)
+
+// TestWatchdogOnItsClock: the watchdog's idle time, timer and close grace
+// run on its injected clock — progress re-arms it for the rest of the
+// timeout, the stall is claimed exactly when the attempt has been idle
+// for the whole timeout, and the evidence says how long.
+func TestWatchdogOnItsClock(t *testing.T) {
+	clk := clocktest.New()
+	const timeout = 300 * time.Second
+	w := newWatchdog(timeout, time.Second, clk)
+	released := make(chan struct{})
+	close(released) // the provider returns at once when cancelled
+	var got []stallVerdict
+	claims := 0
+	w.start(watchHooks{
+		claim:    func() bool { claims++; return true },
+		cancel:   func() {},
+		released: released,
+		probe:    func() execution.ProbeOutcome { return execution.ProbeOutcome{Err: errors.New("no answer")} },
+		finish:   func(v stallVerdict) { got = append(got, v) },
+		evidence: func(v stallVerdict) *execution.StallEvidence {
+			return stallEvidence(v, attemptIdentity{RunID: "run_1", AttemptID: "att_1", Adapter: "sim", Target: "m"})
+		},
+		observe: func(stallVerdict) {},
+	})
+	clk.Advance(299 * time.Second)
+	w.touch() // progress at 299 s
+	clk.Advance(299 * time.Second)
+	if claims != 0 || w.done.HasFired() {
+		t.Fatalf("stalled %d times after 299 s idle", claims)
+	}
+	clk.Advance(time.Second) // idle for exactly the timeout
+	if claims != 1 || len(got) != 1 {
+		t.Fatalf("claims %d, verdicts %d; want one stall at the timeout", claims, len(got))
+	}
+	v := got[0]
+	if v.idle != timeout || v.fence != execution.AttemptFenceConfirmed || v.health != execution.ProviderHealthUnknown {
+		t.Fatalf("verdict idle %v fence %s health %s", v.idle, v.fence, v.health)
+	}
+	if ev := v.evidence; ev.IdleMS != 300000 || ev.Target != "m" || ev.Fence != execution.AttemptFenceConfirmed {
+		t.Fatalf("evidence %+v", ev)
+	}
+	if !w.done.HasFired() || clk.Pending() != 0 {
+		t.Fatalf("done %v, %d timers still armed", w.done.HasFired(), clk.Pending())
+	}
+	w.halt()
+}
+
+// TestWatchdogGraceOnItsClock: a provider that ignores its cancel leaves
+// the fence unconfirmed once the close grace has passed on the clock.
+func TestWatchdogGraceOnItsClock(t *testing.T) {
+	clk := clocktest.New()
+	w := newWatchdog(time.Second, 5*time.Second, clk)
+	done := make(chan stallVerdict, 1)
+	w.start(watchHooks{
+		claim: func() bool { return true }, cancel: func() {}, released: make(chan struct{}), // never returns
+		probe:    func() execution.ProbeOutcome { return execution.ProbeOutcome{Unsupported: true} },
+		finish:   func(v stallVerdict) { done <- v },
+		evidence: func(v stallVerdict) *execution.StallEvidence { return stallEvidence(v, attemptIdentity{}) },
+		observe:  func(stallVerdict) {},
+	})
+	go clk.Advance(time.Second) // the stall: its handler waits for the grace (the only timer then)
+	start := clk.Now()
+	wait.Until(t, func() bool { return clk.Now().Sub(start) >= time.Second && clk.Pending() == 1 }) // the grace timer is armed
+	select {
+	case <-done:
+		t.Fatal("the fence was decided before the close grace passed")
+	default:
+	}
+	clk.Advance(5 * time.Second)
+	if v := <-done; v.fence != execution.AttemptFenceUnconfirmed || v.evidence.Fence != execution.AttemptFenceUnconfirmed {
+		t.Fatalf("fence %s", v.fence)
+	}
+}
