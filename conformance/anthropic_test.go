@@ -32,6 +32,11 @@ type anthropicOutcome struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+	Tool *struct {
+		Name  string         `json:"name"`
+		Input map[string]any `json:"input"`
+		Stop  string         `json:"stop"`
+	} `json:"tool"`
 }
 
 func runAnthropic(t *testing.T, base, key, scenario string) anthropicOutcome {
@@ -58,7 +63,8 @@ func runAnthropic(t *testing.T, base, key, scenario string) anthropicOutcome {
 // the Messages API natively: a JSON answer and a stream with their usage
 // and stop reason, tools and an image accepted, count_tokens, a client
 // cancel, errors in Anthropic's shape (unknown model, a wrong key, a
-// model no provider serves the surface of), a provider failing before
+// field a Chat-only model cannot take), translation for a model served
+// by Chat only (text, a stream, a tool call and its result), a provider failing before
 // its first byte replayed on another one, and a stream cut or stalled
 // after commit ending with Anthropic's error event (the SDK raises it),
 // never a tidy end.
@@ -103,12 +109,27 @@ func TestAnthropicSDK(t *testing.T) {
 	}{
 		{"error:no-such-model", key, "NotFoundError", "not_found_error", 404},
 		{"error:claude-sim", "sk-wrong", "AuthenticationError", "authentication_error", 401},
-		{"error:chat-only", key, "NotFoundError", "not_found_error", 404},
+		{"thinking:chat-only", key, "BadRequestError", "invalid_request_error", 400},
 	} {
 		o := runAnthropic(t, c.URL, tc.key, tc.scenario)
 		if o.Status != tc.status || o.Error == nil || o.Error.Class != tc.class || o.Error.Type != tc.typ {
 			t.Errorf("%s: want %d %s %s, got %+v (%+v)", tc.scenario, tc.status, tc.class, tc.typ, o, o.Error)
 		}
+	}
+	// A model served by Chat only: the request is translated (and its
+	// answer rendered in Anthropic's format), a tool call streamed and
+	// answered included; what Chat cannot express is a 400 naming it.
+	for _, s := range []string{"text:chat-only", "stream:chat-only"} {
+		if o := runAnthropic(t, c.URL, key, s); o.Terminal != "ok" || !strings.Contains(o.Text, "You said: hi") || o.Output == 0 || o.Stop != "end_turn" {
+			t.Errorf("%s translated: %+v", s, o)
+		}
+	}
+	if o := runAnthropic(t, c.URL, key, "agent:chat-only"); o.Terminal != "ok" || o.Tool == nil || o.Tool.Name != "weather" ||
+		o.Tool.Stop != "tool_use" || o.Tool.Input["input"] == nil || !strings.Contains(o.Text, "The tool returned: sunny") {
+		t.Errorf("agent translated: %+v (tool %+v)", o, o.Tool)
+	}
+	if o := runAnthropic(t, c.URL, key, "thinking:chat-only"); o.Error == nil || !strings.Contains(o.Error.Message, "thinking") {
+		t.Errorf("thinking on a Chat-only model must be refused naming the field: %+v", o.Error)
 	}
 	// After commit: a cut or a stall ends with Anthropic's error event,
 	// which the SDK raises; never a complete-looking message.

@@ -3,7 +3,6 @@ package streamgate
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/eventstream"
@@ -28,10 +27,7 @@ func tunnelTypedError(s *surface.Surface, contentType string, seq int64, code, t
 	case !isSSE(contentType):
 		return nil
 	case s.Shape == surface.ShapeAnthropic:
-		if !strings.HasPrefix(msg, code) {
-			msg = code + ": " + msg
-		}
-		return (&anthropic.Error{Type: messagesErrorType(code), Message: msg}).SSE()
+		return anthropic.InBand(code, msg)
 	case s.Dialect == eventstream.DialectResponses:
 		n := seq
 		ev1, _ := json.Marshal(map[string]any{"type": "error", "sequence_number": n, "code": code, "message": msg, "param": nil})
@@ -55,16 +51,4 @@ func isSSE(ct string) bool {
 func isNDJSON(ct string) bool {
 	f, stream := eventstream.FormatFor(ct)
 	return stream && f == eventstream.FormatNDJSON
-}
-
-// messagesErrorType is the Messages API error type of an in-band
-// terminal's code.
-func messagesErrorType(code string) string {
-	switch code {
-	case "rate_limit_exceeded", codeQueueFull, codeQueueTimeout:
-		return anthropic.TypeRateLimit
-	case codeShuttingDown, codeUpstreamUnavailable, codeNoProvider:
-		return anthropic.TypeOverloaded
-	}
-	return anthropic.TypeAPI
 }

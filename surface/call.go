@@ -97,8 +97,29 @@ func decodeTunnelOnly(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	return &Call{Model: *head.Model, Stream: head.Stream != nil && *head.Stream}, nil
 }
 
+// decodeMessages reads a Messages request, and its lossless translation
+// into a Chat request for providers that serve Chat only; a request that
+// does not translate goes to providers serving the messages surface, or
+// is refused naming what Chat cannot express.
 func decodeMessages(body []byte, lim openai.Limits) (*Call, *openai.Error) {
-	return decodeAnthropic(body, lim, anthropic.Decode)
+	c, e := decodeAnthropic(body, lim, anthropic.Decode)
+	if e != nil {
+		return nil, e
+	}
+	chatBody, ae := anthropic.ToChat(body)
+	if ae != nil {
+		c.Untranslated = &openai.Error{Status: ae.Status, Type: openai.TypeInvalidRequest, Message: ae.Message}
+		return c, nil
+	}
+	req, te := openai.DecodeChatRequest(chatBody, lim)
+	if te != nil {
+		c.Untranslated = te
+		return c, nil
+	}
+	run := req.RunRequest()
+	run.ChatBody, run.Stream = chatBody, c.Stream
+	c.Run, c.Refuse = run, translationRefusal(nil, req.Neutral, chatBody)
+	return c, nil
 }
 
 func decodeCountTokens(body []byte, lim openai.Limits) (*Call, *openai.Error) {

@@ -3,6 +3,7 @@ package surface
 import (
 	"time"
 
+	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/ollama"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
@@ -49,6 +50,34 @@ func encodeOllama(generate bool) func(EncodeOptions) Encoder {
 	return func(o EncodeOptions) Encoder {
 		return &ollamaEnc{s: ollama.NewStream(o.Model, generate, o.Now), stream: o.Stream}
 	}
+}
+
+func encodeMessages(o EncodeOptions) Encoder {
+	if o.Stream {
+		return &messagesSSE{s: anthropic.NewStream(anthropic.NewMessageID(), o.Model)}
+	}
+	return &messagesJSON{a: anthropic.NewAccumulator(anthropic.NewMessageID(), o.Model)}
+}
+
+type messagesSSE struct{ s *anthropic.Stream }
+
+func (e *messagesSSE) Event(ev execution.RunEvent) []byte { return e.s.Append(nil, ev) }
+func (e *messagesSSE) Body(execution.RunEvent) []byte     { return nil }
+func (e *messagesSSE) ContentType() string                { return "text/event-stream; charset=utf-8" }
+func (e *messagesSSE) TypedError(code, _ string, msg string) []byte {
+	return anthropic.InBand(code, msg)
+}
+
+type messagesJSON struct{ a *anthropic.Accumulator }
+
+func (e *messagesJSON) Event(ev execution.RunEvent) []byte {
+	e.a.Add(ev)
+	return nil
+}
+func (e *messagesJSON) Body(ev execution.RunEvent) []byte { e.a.Add(ev); return e.a.Body() }
+func (e *messagesJSON) ContentType() string               { return "application/json" }
+func (e *messagesJSON) TypedError(string, string, string) []byte {
+	return nil
 }
 
 type chatSSE struct{ s *openai.ChatStream }

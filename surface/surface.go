@@ -72,7 +72,7 @@ var (
 	Rerank      = tunnelOnly("rerank", "/v1/rerank", wire.SurfaceRerank, false)
 
 	Messages = &Surface{Name: "messages", Path: "/v1/messages", Serves: wire.SurfaceMessages, Dialect: eventstream.DialectAnthropic,
-		Shape: ShapeAnthropic, TunnelOnly: true, Tunnels: true, decode: decodeMessages}
+		Shape: ShapeAnthropic, Tunnels: true, decode: decodeMessages, encode: encodeMessages}
 	CountTokens = &Surface{Name: "messages.count_tokens", Path: "/v1/messages/count_tokens", Serves: wire.SurfaceMessages,
 		Dialect: eventstream.DialectAnthropic, Shape: ShapeAnthropic, TunnelOnly: true, Tunnels: true, NoOutput: true, decode: decodeCountTokens}
 

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // The error types of the Messages API.
@@ -95,4 +96,25 @@ func (e *Error) Body() []byte {
 func (e *Error) SSE() []byte {
 	out := append([]byte("event: error\ndata: "), e.Body()...)
 	return append(out, '\n', '\n')
+}
+
+// InBand is the error event that ends a committed Messages stream with a
+// typed terminal code (the runtime's: queue_full, response_stalled, …):
+// the message leads with the code, the type is the API's nearest.
+func InBand(code, msg string) []byte {
+	if !strings.HasPrefix(msg, code) {
+		msg = code + ": " + msg
+	}
+	return (&Error{Type: typeForCode(code), Message: msg}).SSE()
+}
+
+// typeForCode is the Messages API error type of a terminal code.
+func typeForCode(code string) string {
+	switch code {
+	case "rate_limit_exceeded", "queue_full", "queue_timeout":
+		return TypeRateLimit
+	case "server_shutting_down", "upstream_unavailable", "no_provider_available":
+		return TypeOverloaded
+	}
+	return TypeAPI
 }

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/ids"
@@ -10,6 +9,9 @@ import (
 
 // NewMessageID returns a fresh msg_ id.
 func NewMessageID() string { return "msg_" + ids.New() }
+
+// newToolUseID returns an id for a tool call whose upstream gave none.
+func newToolUseID() string { return "toolu_" + ids.New() }
 
 // StopReason maps a run's finish reason to the API's stop_reason.
 func StopReason(finish string) string {
@@ -20,35 +22,45 @@ func StopReason(finish string) string {
 		return "tool_use"
 	case "stop_sequence":
 		return "stop_sequence"
+	case "content_filter":
+		return "refusal"
 	}
 	return "end_turn"
 }
 
 type usageOut struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens          int64 `json:"input_tokens"`
+	OutputTokens         int64 `json:"output_tokens"`
+	CacheReadInputTokens int64 `json:"cache_read_input_tokens,omitempty"`
 }
 
+// usageOf is a run's usage as the API counts it: input_tokens excludes
+// what was read from the cache.
 func usageOf(u *execution.TokenUsage) usageOut {
 	if u == nil {
 		return usageOut{}
 	}
-	return usageOut{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	return usageOut{InputTokens: u.PromptTokens - u.CachedTokens, OutputTokens: u.CompletionTokens, CacheReadInputTokens: u.CachedTokens}
 }
 
-// Stream renders a run's events as the Messages SSE sequence: one text
-// block (index 0), then message_delta with the stop reason and usage,
-// then message_stop. The opening events (message_start,
-// content_block_start, ping) go out with the first output, as the other
-// renderers' do.
+// Stream renders a run's events as the Messages SSE sequence:
+// message_start with the first output, then a content block per
+// kind of output as it comes (thinking, text, each tool call with its
+// input as input_json_delta) — the ping after the first block's start —
+// then message_delta with the stop reason and
+// usage, then message_stop.
 type Stream struct {
 	ID, Model string
 	opened    bool
+	pinged    bool
 	start     *execution.TokenUsage // the start event's usage, if any
+	blocks    int                   // content blocks started
+	open      string                // the kind of the open block ("" when none)
+	tool      int                   // the upstream index of the open tool block
 }
 
 // NewStream returns a stream renderer for one answer.
-func NewStream(id, model string) *Stream { return &Stream{ID: id, Model: model} }
+func NewStream(id, model string) *Stream { return &Stream{ID: id, Model: model, tool: -1} }
 
 func event(dst []byte, name string, v any) []byte {
 	b, _ := json.Marshal(v)
@@ -59,8 +71,8 @@ func event(dst []byte, name string, v any) []byte {
 	return append(dst, '\n', '\n')
 }
 
-// open appends the opening events once.
-func (s *Stream) open(dst []byte) []byte {
+// begin appends message_start once.
+func (s *Stream) begin(dst []byte) []byte {
 	if s.opened {
 		return dst
 	}
@@ -68,9 +80,37 @@ func (s *Stream) open(dst []byte) []byte {
 	dst = event(dst, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": s.ID, "type": "message", "role": "assistant", "model": s.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": usageOf(s.start)}})
-	dst = event(dst, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-		"content_block": map[string]any{"type": "text", "text": ""}})
+	return dst
+}
+
+// ping appends the ping the API sends after the first block's start.
+func (s *Stream) ping(dst []byte) []byte {
+	if s.pinged {
+		return dst
+	}
+	s.pinged = true
 	return event(dst, "ping", map[string]any{"type": "ping"})
+}
+
+// block makes a block of kind the open one, closing the one before.
+func (s *Stream) block(dst []byte, kind string, start map[string]any) []byte {
+	dst = s.closeBlock(s.begin(dst))
+	s.open = kind
+	s.blocks++
+	dst = event(dst, "content_block_start", map[string]any{"type": "content_block_start", "index": s.blocks - 1, "content_block": start})
+	return s.ping(dst)
+}
+
+func (s *Stream) closeBlock(dst []byte) []byte {
+	if s.open == "" {
+		return dst
+	}
+	s.open, s.tool = "", -1
+	return event(dst, "content_block_stop", map[string]any{"type": "content_block_stop", "index": s.blocks - 1})
+}
+
+func (s *Stream) delta(dst []byte, d map[string]any) []byte {
+	return event(dst, "content_block_delta", map[string]any{"type": "content_block_delta", "index": s.blocks - 1, "delta": d})
 }
 
 // Append appends the events ev produces to dst.
@@ -78,16 +118,34 @@ func (s *Stream) Append(dst []byte, ev execution.RunEvent) []byte {
 	switch ev.Type {
 	case execution.EventTypeStart:
 		s.start = ev.Usage
-	case execution.EventTypeDelta:
-		if ev.Delta == "" {
-			return dst
+	case execution.EventTypeDelta, execution.EventTypeMessage:
+		if ev.Reasoning != "" {
+			if s.open != "thinking" {
+				dst = s.block(dst, "thinking", map[string]any{"type": "thinking", "thinking": ""})
+			}
+			dst = s.delta(dst, map[string]any{"type": "thinking_delta", "thinking": ev.Reasoning})
 		}
-		dst = s.open(dst)
-		return event(dst, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "text_delta", "text": ev.Delta}})
+		if text := ev.Delta + ev.Message; text != "" {
+			if s.open != "text" {
+				dst = s.block(dst, "text", map[string]any{"type": "text", "text": ""})
+			}
+			dst = s.delta(dst, map[string]any{"type": "text_delta", "text": text})
+		}
+		for _, tc := range ev.ToolCalls {
+			if s.open != "tool_use" || tc.Index != s.tool {
+				id := tc.ID
+				if id == "" {
+					id = newToolUseID()
+				}
+				dst = s.block(dst, "tool_use", map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": map[string]any{}})
+				s.tool = tc.Index
+			}
+			if tc.Arguments != "" {
+				dst = s.delta(dst, map[string]any{"type": "input_json_delta", "partial_json": tc.Arguments})
+			}
+		}
 	case execution.EventTypeComplete:
-		dst = s.open(dst)
-		dst = event(dst, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		dst = s.ping(s.closeBlock(s.begin(dst)))
 		dst = event(dst, "message_delta", map[string]any{"type": "message_delta",
 			"delta": map[string]any{"stop_reason": StopReason(ev.FinishReason), "stop_sequence": nil}, "usage": usageOf(ev.Usage)})
 		return event(dst, "message_stop", map[string]any{"type": "message_stop"})
@@ -98,19 +156,57 @@ func (s *Stream) Append(dst []byte, ev execution.RunEvent) []byte {
 // Accumulator collects a run's events into one Messages answer.
 type Accumulator struct {
 	ID, Model string
-	text      strings.Builder
+	content   []map[string]any
+	args      map[int]*[]byte // tool calls' argument text, by upstream index
+	kinds     []string        // the kind of each content block
+	tools     map[int]int     // upstream tool index → content block
 	finish    string
 	usage     *execution.TokenUsage
 }
 
 // NewAccumulator returns an accumulator for one answer.
-func NewAccumulator(id, model string) *Accumulator { return &Accumulator{ID: id, Model: model} }
+func NewAccumulator(id, model string) *Accumulator {
+	return &Accumulator{ID: id, Model: model, args: map[int]*[]byte{}, tools: map[int]int{}}
+}
+
+// appendText adds text to the last block of kind, or a new one.
+func (a *Accumulator) appendText(kind, key, text string) {
+	if n := len(a.kinds); n > 0 && a.kinds[n-1] == kind {
+		a.content[n-1][key] = a.content[n-1][key].(string) + text
+		return
+	}
+	a.kinds = append(a.kinds, kind)
+	b := map[string]any{"type": kind, key: text}
+	if kind == "thinking" {
+		b["signature"] = ""
+	}
+	a.content = append(a.content, b)
+}
 
 // Add takes one event.
 func (a *Accumulator) Add(ev execution.RunEvent) {
 	switch ev.Type {
-	case execution.EventTypeDelta:
-		a.text.WriteString(ev.Delta)
+	case execution.EventTypeDelta, execution.EventTypeMessage:
+		if ev.Reasoning != "" {
+			a.appendText("thinking", "thinking", ev.Reasoning)
+		}
+		if text := ev.Delta + ev.Message; text != "" {
+			a.appendText("text", "text", text)
+		}
+		for _, tc := range ev.ToolCalls {
+			if _, ok := a.tools[tc.Index]; !ok || tc.ID != "" && a.content[a.tools[tc.Index]]["id"] != tc.ID {
+				id := tc.ID
+				if id == "" {
+					id = newToolUseID()
+				}
+				a.tools[tc.Index] = len(a.content)
+				a.kinds = append(a.kinds, "tool_use")
+				a.content = append(a.content, map[string]any{"type": "tool_use", "id": id, "name": tc.Name})
+				a.args[len(a.content)-1] = new([]byte)
+			}
+			b := a.args[a.tools[tc.Index]]
+			*b = append(*b, tc.Arguments...)
+		}
 	case execution.EventTypeComplete:
 		a.finish = ev.FinishReason
 	}
@@ -119,10 +215,25 @@ func (a *Accumulator) Add(ev execution.RunEvent) {
 	}
 }
 
-// Body is the JSON answer.
+// Body is the JSON answer. A tool call's input is its arguments as the
+// upstream wrote them: the JSON object, or — when they are not valid
+// JSON — the text itself, never a made-up object.
 func (a *Accumulator) Body() []byte {
+	content := make([]any, 0, len(a.content))
+	for i, b := range a.content {
+		if args, ok := a.args[i]; ok {
+			switch {
+			case len(*args) == 0:
+				b["input"] = map[string]any{}
+			case json.Valid(*args):
+				b["input"] = json.RawMessage(*args)
+			default:
+				b["input"] = string(*args)
+			}
+		}
+		content = append(content, b)
+	}
 	b, _ := json.Marshal(map[string]any{"id": a.ID, "type": "message", "role": "assistant", "model": a.Model,
-		"content": []any{map[string]any{"type": "text", "text": a.text.String()}}, "stop_reason": StopReason(a.finish),
-		"stop_sequence": nil, "usage": usageOf(a.usage)})
+		"content": content, "stop_reason": StopReason(a.finish), "stop_sequence": nil, "usage": usageOf(a.usage)})
 	return b
 }

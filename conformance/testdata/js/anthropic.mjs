@@ -2,7 +2,9 @@
 // (@anthropic-ai/sdk) and prints its outcome as one JSON line. Usage:
 //   node anthropic.mjs <baseURL> <apiKey> <scenario>:<model>
 // scenarios: text, stream, tools, image, count, cancel (abort after the
-// first text delta), error (any request expected to fail).
+// first text delta), error (any request expected to fail), agent (a
+// streamed tool call answered with its result in a second turn), thinking
+// (extended thinking asked for: refused where it cannot be expressed).
 import Anthropic from "@anthropic-ai/sdk";
 
 const [baseURL, apiKey, scenario] = process.argv.slice(2);
@@ -53,6 +55,21 @@ try {
       out.output = final.usage.output_tokens;
       out.stop = final.stop_reason;
     }
+  } else if (kind === "agent") {
+    const tools = [{ name: "weather", description: "the weather", input_schema: { type: "object", properties: { city: { type: "string" } } } }];
+    const first = await client.messages.stream({ model, max_tokens: 64, tools, messages: [{ role: "user", content: "weather in Paris?" }] }).finalMessage();
+    const call = first.content.find((b) => b.type === "tool_use");
+    if (!call) throw new Error("no tool_use block: " + JSON.stringify(first.content));
+    out.tool = { name: call.name, input: call.input, stop: first.stop_reason };
+    const second = await client.messages.create({ model, max_tokens: 64, tools, messages: [
+      { role: "user", content: "weather in Paris?" },
+      { role: "assistant", content: first.content },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: "sunny, 21 C" }] },
+    ] });
+    out.text = second.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    out.stop = second.stop_reason;
+  } else if (kind === "thinking") {
+    await client.messages.create({ model, max_tokens: 2048, thinking: { type: "enabled", budget_tokens: 1024 }, messages: msgs });
   } else if (kind === "count") {
     const r = await client.messages.countTokens({ model, messages: msgs });
     out.input = r.input_tokens;
