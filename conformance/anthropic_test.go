@@ -125,7 +125,7 @@ func TestAnthropicSDK(t *testing.T) {
 		}
 	}
 	if o := runAnthropic(t, c.URL, key, "agent:chat-only"); o.Terminal != "ok" || o.Tool == nil || o.Tool.Name != "weather" ||
-		o.Tool.Stop != "tool_use" || o.Tool.Input["input"] == nil || !strings.Contains(o.Text, "The tool returned: sunny") {
+		o.Tool.Stop != "tool_use" || o.Tool.Input["city"] != "weather in Paris?" || !strings.Contains(o.Text, "The tool returned: sunny") {
 		t.Errorf("agent translated: %+v (tool %+v)", o, o.Tool)
 	}
 	if o := runAnthropic(t, c.URL, key, "thinking:chat-only"); o.Error == nil || !strings.Contains(o.Error.Message, "thinking") {

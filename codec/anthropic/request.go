@@ -81,7 +81,8 @@ func decode(body []byte, needMax bool) (*Request, *Error) {
 		return nil, New(http.StatusBadRequest, "messages: Field required")
 	}
 	r := &Request{Model: *w.Model, Stream: w.Stream != nil && *w.Stream}
-	run := &execution.RunRequest{Model: r.Model, Params: execution.GenerationParams{Temperature: w.Temperature, TopP: w.TopP, Stop: w.StopSequences}}
+	run := &execution.RunRequest{Model: r.Model, Params: execution.GenerationParams{Temperature: w.Temperature, TopP: w.TopP, Stop: w.StopSequences,
+		Tools: nonNull(w.Tools), ToolChoice: nonNull(w.ToolChoice)}}
 	if w.MaxTokens != nil {
 		r.MaxTokens = *w.MaxTokens
 		run.Params.MaxTokens = w.MaxTokens
@@ -161,4 +162,12 @@ func neutral(m messageWire, i int) ([]execution.Message, *Error) {
 		}
 	}
 	return out, nil
+}
+
+// nonNull is raw, or nil for an absent or null value.
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if isNull(raw) {
+		return nil
+	}
+	return raw
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -71,12 +70,11 @@ func (p *Provider) composeFor(msgs []execution.Message, params execution.Generat
 		a.promptTokens += int64(len(strings.Fields(m.Content)))
 		last = m
 	}
-	if name := firstTool(params); name != "" && last.Role == "user" && !toolChoiceNone(params.ToolChoice) {
+	if tool, ok := chosenTool(params); ok && last.Role == "user" {
 		h := fnv.New32a()
 		h.Write([]byte(last.Content))
-		a.toolName, a.toolID = name, fmt.Sprintf("call_%08x", h.Sum32())
-		args, _ := json.Marshal(map[string]string{"input": firstWords(last.Content, 5)})
-		s := string(args)
+		a.toolName, a.toolID = tool.name, fmt.Sprintf("call_%08x", h.Sum32())
+		s := string(toolArguments(tool.schema, firstWords(last.Content, 5)))
 		a.toolArgs = []string{s[:len(s)/3], s[len(s)/3 : 2*len(s)/3], s[2*len(s)/3:]}
 		a.finish = "tool_calls"
 		return a
@@ -90,10 +88,19 @@ func (p *Provider) composeFor(msgs []execution.Message, params execution.Generat
 	default:
 		text = "You said: " + firstWords(last.Content, 8) + ". This answer comes from iop-sim, the built-in simulated model."
 	}
+	if structured, ok := structuredAnswer(params.ResponseFormat, text, firstWords(last.Content, 5)); ok {
+		a.tokens = chunks(structured, 16)
+		return a.limited(p.cfg.MaxTokens, params.MaxTokens)
+	}
 	a.tokens = tokenize(text)
-	limit := p.cfg.MaxTokens
-	if mt := params.MaxTokens; mt != nil && int(*mt) < limit {
-		limit = int(*mt)
+	return a.limited(p.cfg.MaxTokens, params.MaxTokens)
+}
+
+// limited cuts the answer at the output limit (the sim's, or the
+// request's when lower), finishing with length.
+func (a answer) limited(limit int, asked *int64) answer {
+	if asked != nil && int(*asked) < limit {
+		limit = int(*asked)
 	}
 	if len(a.tokens) > limit {
 		a.tokens, a.finish = a.tokens[:limit], "length"
@@ -144,23 +151,6 @@ func firstWords(s string, n int) string {
 	}
 	return strings.Join(w, " ")
 }
-
-func firstTool(p execution.GenerationParams) string {
-	if len(p.Tools) == 0 {
-		return ""
-	}
-	var tools []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if json.Unmarshal(p.Tools, &tools) != nil || len(tools) == 0 {
-		return ""
-	}
-	return tools[0].Function.Name
-}
-
-func toolChoiceNone(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == `"none"` }
 
 // upstreamError is the scripted error answer for status.
 func upstreamError(status int) *execution.UpstreamError {
