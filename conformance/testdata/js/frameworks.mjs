@@ -1,0 +1,60 @@
+// Runs one framework scenario against iop (an OpenAI-compatible base URL)
+// and prints its outcome as one JSON line. Usage:
+//   node frameworks.mjs <baseURL> <apiKey> <scenario>:<model>
+// scenarios:
+//   ai-object     Vercel AI SDK generateObject with a zod schema (Chat)
+//   ai-object-responses  the same on the Responses API
+//   ai-tool       Vercel AI SDK generateText with a zod-typed tool (its
+//                 arguments validated against the schema)
+//   ai-stream     Vercel AI SDK streamText
+//   lc-structured LangChain JS ChatOpenAI.withStructuredOutput (zod)
+//   lc-tool       LangChain JS bindTools: a tool call parsed by the schema
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateObject, generateText, streamText, tool } from "ai";
+import { ChatOpenAI } from "@langchain/openai";
+import { z } from "zod";
+
+globalThis.AI_SDK_LOG_WARNINGS = false;
+const [baseURL, apiKey, scenario] = process.argv.slice(2);
+const [kind, model] = scenario.split(":");
+const out = { ok: true, error: null, object: null, text: "", toolCalls: [] };
+
+const weather = z.object({
+  city: z.string().min(2),
+  unit: z.enum(["celsius", "fahrenheit"]),
+  days: z.number().int().min(1).max(7),
+  tags: z.array(z.string()).min(1),
+});
+
+try {
+  if (kind.startsWith("ai-")) {
+    const openai = createOpenAI({ baseURL: baseURL + "/v1", apiKey });
+    const m = kind === "ai-object-responses" ? openai.responses(model) : openai.chat(model);
+    if (kind === "ai-object" || kind === "ai-object-responses") {
+      const r = await generateObject({ model: m, schema: weather, prompt: "weather in Paris", maxRetries: 0 });
+      out.object = r.object;
+    } else if (kind === "ai-tool") {
+      const r = await generateText({
+        model: m, prompt: "weather in Paris", maxRetries: 0,
+        tools: { getWeather: tool({ description: "the weather", inputSchema: weather }) },
+      });
+      out.toolCalls = r.toolCalls.map((c) => ({ name: c.toolName, input: c.input, invalid: c.invalid ?? false }));
+    } else if (kind === "ai-stream") {
+      const r = streamText({ model: m, prompt: "hi", maxRetries: 0 });
+      for await (const part of r.textStream) out.text += part;
+    }
+  } else {
+    const llm = new ChatOpenAI({ model, apiKey, configuration: { baseURL: baseURL + "/v1" }, maxRetries: 0 });
+    if (kind === "lc-structured") {
+      out.object = await llm.withStructuredOutput(weather, { name: "weather" }).invoke("weather in Paris");
+    } else if (kind === "lc-tool") {
+      const r = await llm.bindTools([{ name: "getWeather", description: "the weather", schema: weather }]).invoke("weather in Paris");
+      out.toolCalls = (r.tool_calls ?? []).map((c) => ({ name: c.name, input: c.args, invalid: false }));
+      out.invalid = r.invalid_tool_calls ?? [];
+    }
+  }
+} catch (e) {
+  out.ok = false;
+  out.error = String(e?.message ?? e);
+}
+console.log(JSON.stringify(out));
