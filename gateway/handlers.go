@@ -24,7 +24,7 @@ func (g *Gateway) handle(s *surface.Surface) echo.HandlerFunc {
 		if e != nil {
 			return writeError(c, e)
 		}
-		call, e := s.Decode(body, g.limits(c))
+		call, e := s.Decode(body, c.Request().Header.Get("Content-Type"), g.limits(c))
 		if e != nil {
 			return writeError(c, e)
 		}

@@ -186,7 +186,7 @@ var defaultSurfaces = map[string][]string{
 	// /api/* natively; Ollama's /v1 for the endpoints iop does not translate
 	"ollama": {wire.SurfaceOllama, wire.SurfaceCompletions, wire.SurfaceEmbeddings},
 	"sim": {wire.SurfaceChat, wire.SurfaceResponses, wire.SurfaceCompletions, wire.SurfaceEmbeddings, wire.SurfaceModerations,
-		wire.SurfaceImages, wire.SurfaceRerank, wire.SurfaceMessages},
+		wire.SurfaceImages, wire.SurfaceRerank, wire.SurfaceMessages, wire.SurfaceAudio},
 }
 
 // DefaultConfig returns a Config with every default set.

@@ -43,7 +43,7 @@ func TestSessionWelcomeAndAdvertisement(t *testing.T) {
 	a, b := ads[0], ads[1]
 	if a.GetProviderId() != "sim-a" || a.GetAdapter() != "sim" || a.GetTarget() != "iop-sim" || a.GetInstanceKey() != "sim/sim-a" ||
 		a.GetCapacity() != 4 || a.GetResponseStallTimeoutMs() != 300000 || a.GetExecutionPath() != "auto" || !a.GetSupportsTunnel() ||
-		strings.Join(a.GetSurfaces(), ",") != "chat,responses,completions,embeddings,moderations,images,rerank,messages" {
+		strings.Join(a.GetSurfaces(), ",") != "chat,responses,completions,embeddings,moderations,images,rerank,messages,audio" {
 		t.Fatalf("advertisement a %v", a)
 	}
 	if b.GetExecutionPath() != "provider_tunnel" || b.GetCapacity() != 2 || b.GetResponseStallTimeoutMs() != 1500 {

@@ -18,10 +18,11 @@ const (
 	tunnelError                    // an error status: buffered for failover or passthrough
 	tunnelBuffer                   // a whole (JSON) body: buffered, written at the end
 	tunnelStream                   // an event stream: written as it arrives
+	tunnelRaw                      // a binary body (audio, an image): written as it arrives
 )
 
 func (m tunnelMode) String() string {
-	return [...]string{"head", "error", "buffer", "stream"}[m]
+	return [...]string{"head", "error", "buffer", "stream", "raw"}[m]
 }
 
 // tunnelState is the per-attempt state of a tunnelled response.
@@ -73,6 +74,9 @@ func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
 			t.mode = tunnelStream
 			t.obs = eventstream.NewObserver(t.dialect(), format)
 			rt.resp.setHead(f.Status, t.header)
+		case isBinary(t.header.Get("Content-Type")):
+			t.mode = tunnelRaw
+			rt.resp.setHead(f.Status, t.header)
 		default:
 			t.mode = tunnelBuffer
 			rt.resp.setHead(f.Status, t.header)
@@ -111,6 +115,11 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 		t.decided = true
 	case tunnelHead:
 		return &outcome{kind: outAbnormal}
+	case tunnelRaw:
+		if err := ar.out(p); err != nil {
+			return clientGone(err)
+		}
+		return nil
 	}
 	t.obs.Feed(p)
 	if t.obs.ToolCall {
@@ -177,6 +186,15 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		if err := rt.resp.respond(t.status, t.header, t.buf); err != nil {
 			return clientGone(err)
 		}
+	case tunnelRaw:
+		// A binary body has no terminal of its own: the upstream's end
+		// (the attempt's end frame) is its end.
+		if err := ar.finishOut(nil); err != nil {
+			return clientGone(err)
+		}
+		if rt.resp.State() == TransportUncommitted {
+			_ = rt.resp.respond(t.status, t.header, nil)
+		}
 	case tunnelStream:
 		t.obs.Close()
 		rt.sum.Usage = observed(t.obs.Usage, rt.sum.Usage)
@@ -223,4 +241,12 @@ func (ar *attemptRun) endedBeforeLoss() *outcome {
 	}
 	rt.resp.terminal()
 	return &outcome{kind: outSuccess}
+}
+
+// isBinary reports whether a content type is a media body (audio, image,
+// video, octet-stream) that passes through as it arrives: nothing in it
+// is read, and buffering it whole would only delay it.
+func isBinary(ct string) bool {
+	mt, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
+	return strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "video/") || mt == "application/octet-stream"
 }

@@ -1,7 +1,11 @@
 package surface
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"time"
 
@@ -101,6 +105,52 @@ func decodeTunnelOnly(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 // into a Chat request for providers that serve Chat only; a request that
 // does not translate goes to providers serving the messages surface, or
 // is refused naming what Chat cannot express.
+// decodeForm reads the model (and stream flag) of a multipart/form-data
+// request — an audio file to transcribe, an image to edit — from its form
+// fields; file parts are skipped, never copied (the body is already
+// bounded by limits.max_body_bytes).
+func decodeForm(body []byte, contentType string) (*Call, *openai.Error) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return nil, openai.InvalidRequest("", "This endpoint takes multipart/form-data (the request's Content-Type is %q).", clipType(contentType))
+	}
+	c := &Call{}
+	r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	for {
+		part, err := r.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, openai.InvalidRequest("", "The multipart body could not be read: %v.", err)
+		}
+		if part.FileName() != "" {
+			continue
+		}
+		v, err := io.ReadAll(io.LimitReader(part, 4096))
+		if err != nil {
+			return nil, openai.InvalidRequest("", "The multipart body could not be read: %v.", err)
+		}
+		switch part.FormName() {
+		case "model":
+			c.Model = string(v)
+		case "stream":
+			c.Stream = string(v) == "true"
+		}
+	}
+	if c.Model == "" {
+		return nil, openai.InvalidRequest("model", "you must provide a model parameter")
+	}
+	return c, nil
+}
+
+func clipType(s string) string {
+	if len(s) > 64 {
+		return s[:64]
+	}
+	return s
+}
+
 func decodeMessages(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	c, e := decodeAnthropic(body, lim, anthropic.Decode)
 	if e != nil {

@@ -35,14 +35,20 @@ type Surface struct {
 	NoOutput bool
 
 	decode func(body []byte, lim openai.Limits) (*Call, *openai.Error)
+	// form, for a multipart/form-data surface, decodes by the body's
+	// content type instead of decode.
+	form   func(body []byte, contentType string) (*Call, *openai.Error)
 	encode func(o EncodeOptions) Encoder
 }
 
 func (s *Surface) String() string { return s.Name }
 
-// Decode reads a request body of the surface into a Call; a refusal is
-// an error to render in the surface's Shape.
-func (s *Surface) Decode(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+// Decode reads a request body of the surface (of contentType) into a
+// Call; a refusal is an error to render in the surface's Shape.
+func (s *Surface) Decode(body []byte, contentType string, lim openai.Limits) (*Call, *openai.Error) {
+	if s.form != nil {
+		return s.form(body, contentType)
+	}
 	return s.decode(body, lim)
 }
 
@@ -68,8 +74,14 @@ var (
 	Completions = tunnelOnly("completions", "/v1/completions", wire.SurfaceCompletions, false)
 	Embeddings  = tunnelOnly("embeddings", "/v1/embeddings", wire.SurfaceEmbeddings, true)
 	Moderations = tunnelOnly("moderations", "/v1/moderations", wire.SurfaceModerations, false)
-	Images      = tunnelOnly("images", "/v1/images/generations", wire.SurfaceImages, false)
+	Images      = media(tunnelOnly("images", "/v1/images/generations", wire.SurfaceImages, false))
 	Rerank      = tunnelOnly("rerank", "/v1/rerank", wire.SurfaceRerank, false)
+	// Speech answers with audio bytes (or SSE), streamed as they come.
+	Speech = media(tunnelOnly("audio.speech", "/v1/audio/speech", wire.SurfaceAudio, true))
+	// The multipart surfaces: routed by their form's model field.
+	Transcriptions = media(formOnly("audio.transcriptions", "/v1/audio/transcriptions", wire.SurfaceAudio))
+	Translations   = media(formOnly("audio.translations", "/v1/audio/translations", wire.SurfaceAudio))
+	ImageEdits     = media(formOnly("images.edits", "/v1/images/edits", wire.SurfaceImages))
 
 	Messages = &Surface{Name: "messages", Path: "/v1/messages", Serves: wire.SurfaceMessages, Dialect: eventstream.DialectAnthropic,
 		Shape: ShapeAnthropic, Tunnels: true, decode: decodeMessages, encode: encodeMessages}
@@ -87,12 +99,25 @@ var (
 )
 
 // All are the surfaces, in the order the routes are listed.
-var All = []*Surface{Chat, Responses, Embeddings, Completions, Moderations, Images, Rerank, Messages, CountTokens,
+var All = []*Surface{Chat, Responses, Embeddings, Completions, Moderations, Images, ImageEdits, Rerank, Speech, Transcriptions, Translations,
+	Messages, CountTokens,
 	OllamaChat, OllamaGenerate, OllamaEmbed, OllamaEmbeddings}
 
 func tunnelOnly(name, path, serves string, noOutput bool) *Surface {
 	return &Surface{Name: name, Path: path, Serves: serves, Dialect: eventstream.DialectChat, TunnelOnly: true, Tunnels: true,
 		NoOutput: noOutput, decode: decodeTunnelOnly}
+}
+
+// media gives s the event dialect of OpenAI's media streams.
+func media(s *Surface) *Surface {
+	s.Dialect = eventstream.DialectAudio
+	return s
+}
+
+func formOnly(name, path, serves string) *Surface {
+	s := tunnelOnly(name, path, serves, true)
+	s.decode, s.form = nil, decodeForm
+	return s
 }
 
 var byPath = func() map[string]*Surface {

@@ -2,6 +2,7 @@ package surface
 
 import (
 	"encoding/json"
+	"mime/multipart"
 	"net/http"
 	"slices"
 	"strings"
@@ -54,6 +55,7 @@ func TestDecode(t *testing.T) {
 		Moderations:      `{"model":"m","input":"hi"}`,
 		Images:           `{"model":"m","prompt":"a cat"}`,
 		Rerank:           `{"model":"m","query":"q","documents":["a"]}`,
+		Speech:           `{"model":"m","input":"hi","voice":"alloy"}`,
 		Messages:         `{"model":"m","stream":true,"max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`,
 		CountTokens:      `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 		OllamaChat:       `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
@@ -62,11 +64,14 @@ func TestDecode(t *testing.T) {
 		OllamaEmbeddings: `{"model":"m","prompt":"a"}`,
 	}
 	for _, s := range All {
+		if s.form != nil {
+			continue // TestDecodeForm
+		}
 		body, ok := bodies[s]
 		if !ok {
 			t.Fatalf("no request for %s", s)
 		}
-		c, e := s.Decode([]byte(body), lim)
+		c, e := s.Decode([]byte(body), "application/json", lim)
 		if e != nil {
 			t.Fatalf("%s: %v", s, e)
 		}
@@ -87,20 +92,20 @@ func TestDecode(t *testing.T) {
 		_ = json.Unmarshal([]byte(body), &m)
 		delete(m, "model")
 		nb, _ := json.Marshal(m)
-		if _, e := s.Decode(nb, lim); e == nil || e.Status != http.StatusBadRequest {
+		if _, e := s.Decode(nb, "application/json", lim); e == nil || e.Status != http.StatusBadRequest {
 			t.Errorf("%s: a request without a model was not refused with 400: %v", s, e)
 		}
 	}
-	if c, _ := Messages.Decode([]byte(bodies[Messages]), lim); c.OutputLimit != 9 {
+	if c, _ := Messages.Decode([]byte(bodies[Messages]), "application/json", lim); c.OutputLimit != 9 {
 		t.Errorf("messages: output limit %d, want 9", c.OutputLimit)
 	}
-	if c, _ := OllamaEmbed.Decode([]byte(bodies[OllamaEmbed]), lim); c.TunnelPath != "/v1/embeddings" || !strings.Contains(string(c.TunnelBody), `"input":["a","b"]`) {
+	if c, _ := OllamaEmbed.Decode([]byte(bodies[OllamaEmbed]), "application/json", lim); c.TunnelPath != "/v1/embeddings" || !strings.Contains(string(c.TunnelBody), `"input":["a","b"]`) {
 		t.Errorf("ollama embed tunnels as %s %s", c.TunnelPath, c.TunnelBody)
 	}
-	if c, _ := Responses.Decode([]byte(`{"model":"m","input":"hi","previous_response_id":"resp_1"}`), lim); c.Untranslated == nil || c.Run != nil {
+	if c, _ := Responses.Decode([]byte(`{"model":"m","input":"hi","previous_response_id":"resp_1"}`), "application/json", lim); c.Untranslated == nil || c.Run != nil {
 		t.Error("a Responses request with upstream state was given a translated form")
 	}
-	if c, _ := Chat.Decode([]byte(`{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`), lim); c.Run != nil {
+	if c, _ := Chat.Decode([]byte(`{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`), "application/json", lim); c.Run != nil {
 		t.Error("a Chat request with n > 1 was given a translated form")
 	}
 }
@@ -130,5 +135,34 @@ func TestShapes(t *testing.T) {
 	}
 	if nf := Rerank.NotServed("m"); nf.Status != http.StatusNotFound || !strings.Contains(nf.Message, "/v1/rerank") || !strings.Contains(nf.Message, "rerank surface") {
 		t.Errorf("not served: %+v", nf)
+	}
+}
+
+// TestDecodeForm: a multipart surface finds its model (and stream flag)
+// among the form fields, past a file part, and refuses a body that is
+// not multipart, or names no model, in OpenAI's shape.
+func TestDecodeForm(t *testing.T) {
+	var b strings.Builder
+	w := multipart.NewWriter(&b)
+	f, _ := w.CreateFormFile("file", "a.wav")
+	_, _ = f.Write(make([]byte, 4096))
+	_ = w.WriteField("model", "whisper-1")
+	_ = w.WriteField("stream", "true")
+	_ = w.Close()
+	for _, s := range []*Surface{Transcriptions, Translations, ImageEdits} {
+		c, e := s.Decode([]byte(b.String()), w.FormDataContentType(), lim)
+		if e != nil || c.Model != "whisper-1" || !c.Stream || c.Run != nil {
+			t.Fatalf("%s: %+v %v", s, c, e)
+		}
+		if _, e := s.Decode([]byte(`{"model":"m"}`), "application/json", lim); e == nil || e.Status != http.StatusBadRequest {
+			t.Errorf("%s took a JSON body: %v", s, e)
+		}
+	}
+	var nb strings.Builder
+	w = multipart.NewWriter(&nb)
+	_ = w.WriteField("prompt", "x")
+	_ = w.Close()
+	if _, e := ImageEdits.Decode([]byte(nb.String()), w.FormDataContentType(), lim); e == nil || e.Param != "model" {
+		t.Errorf("a form without a model: %v", e)
 	}
 }

@@ -17,11 +17,14 @@ const (
 	// SurfaceMessages is Anthropic's Messages API (/v1/messages,
 	// /v1/messages/count_tokens), which vLLM, llama.cpp and Ollama serve.
 	SurfaceMessages = "messages"
+	// SurfaceAudio is OpenAI's audio API: transcriptions, translations
+	// and speech.
+	SurfaceAudio = "audio"
 )
 
 // Surfaces are every surface, in the order configs list them.
 var Surfaces = []string{SurfaceChat, SurfaceResponses, SurfaceCompletions, SurfaceEmbeddings, SurfaceModerations, SurfaceImages, SurfaceRerank, SurfaceOllama,
-	SurfaceMessages}
+	SurfaceMessages, SurfaceAudio}
 
 // tunnelPaths are the OpenAI request paths of the surfaces a tunnel
 // carries.
@@ -32,6 +35,10 @@ var tunnelPaths = map[string]string{
 	"/v1/embeddings":            SurfaceEmbeddings,
 	"/v1/moderations":           SurfaceModerations,
 	"/v1/images/generations":    SurfaceImages,
+	"/v1/images/edits":          SurfaceImages,
+	"/v1/audio/transcriptions":  SurfaceAudio,
+	"/v1/audio/translations":    SurfaceAudio,
+	"/v1/audio/speech":          SurfaceAudio,
 	"/v1/rerank":                SurfaceRerank,
 	"/v1/messages":              SurfaceMessages,
 	"/v1/messages/count_tokens": SurfaceMessages,

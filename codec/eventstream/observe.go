@@ -26,6 +26,10 @@ const (
 	// DialectAnthropic: Anthropic Messages events, typed by their "type",
 	// ended by message_stop (or an error event).
 	DialectAnthropic
+	// DialectAudio: OpenAI's media streams (transcript.text.*,
+	// speech.audio.*, image_generation.*, image_edit.*), ended by their
+	// *.done or *.completed event.
+	DialectAudio
 )
 
 // FormatFor returns the framing of a content type and whether it is a
@@ -120,6 +124,8 @@ func (o *Observer) event(ev Event) {
 		o.ollama(ev.Data)
 	case DialectAnthropic:
 		o.anthropic(ev)
+	case DialectAudio:
+		o.audio(ev)
 	default:
 		o.chat(ev.Data)
 	}

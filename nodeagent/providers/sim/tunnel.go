@@ -31,6 +31,12 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		return p.tunnelModerations(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/images/generations":
 		return p.tunnelImages(req, emit)
+	case req.Method == http.MethodPost && path == "/v1/images/edits":
+		return p.tunnelImageEdits(req, emit)
+	case req.Method == http.MethodPost && (path == "/v1/audio/transcriptions" || path == "/v1/audio/translations"):
+		return p.tunnelTranscription(req, emit)
+	case req.Method == http.MethodPost && path == "/v1/audio/speech":
+		return p.tunnelSpeech(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/rerank":
 		return p.tunnelRerank(req, emit)
 	case req.Method == http.MethodPost && path == "/v1/messages":

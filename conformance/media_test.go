@@ -1,0 +1,97 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/iopgw/iop/internal/testing/e2e"
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// named is a file part with a name, as the SDK sends a file.
+type named struct {
+	io.Reader
+	name string
+}
+
+func (n named) Filename() string    { return n.name }
+func (n named) ContentType() string { return "application/octet-stream" }
+
+// TestMediaWithTheOpenAISDK drives the multipart and binary endpoints
+// through iop with the official openai-go SDK: a transcription (JSON and
+// text), a translation, speech (WAV bytes streamed through), and an image
+// edit; a model whose providers do not declare the audio surface is a
+// 404 naming it, and a request that is not multipart a 400.
+func TestMediaWithTheOpenAISDK(t *testing.T) {
+	c := e2e.Start(t, e2e.Options{}, func(*e2e.Cluster) []e2e.NodeSpec {
+		chatOnly := e2e.Sim("chat-only", nodeagent.SimConfig{})
+		chatOnly.Models, chatOnly.Surfaces = []string{"chat-only"}, []string{"chat"}
+		return []e2e.NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{e2e.Sim("sim", nodeagent.SimConfig{}), chatOnly}}}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	client := openai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	audio := bytes.Repeat([]byte{0}, 3000)
+
+	tr, err := client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(audio), "a.wav"}, Model: "iop-sim"})
+	if err != nil || tr.Text != "iop-sim heard 3000 bytes of audio in a.wav." {
+		t.Fatalf("transcription: %+v %v", tr, err)
+	}
+	// A text transcription: the SDK's typed result is JSON only, so the
+	// raw answer is read (the SDK then says it cannot decode text/plain).
+	var raw *http.Response
+	_, _ = client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(audio), "a.wav"}, Model: "iop-sim",
+		ResponseFormat: openai.AudioResponseFormatText}, option.WithResponseInto(&raw))
+	if raw == nil || raw.StatusCode != 200 || !strings.HasPrefix(raw.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("text transcription: %v", raw)
+	}
+	tl, err := client.Audio.Translations.New(ctx, openai.AudioTranslationNewParams{File: named{bytes.NewReader(audio), "b.mp3"}, Model: "iop-sim"})
+	if err != nil || !strings.Contains(tl.Text, "b.mp3") {
+		t.Fatalf("translation: %+v %v", tl, err)
+	}
+
+	sp, err := client.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "iop-sim", Input: "hello",
+		Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}, ResponseFormat: openai.AudioSpeechNewParamsResponseFormatWAV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wav, _ := io.ReadAll(sp.Body)
+	sp.Body.Close()
+	if sp.Header.Get("Content-Type") != "audio/wav" || len(wav) != 44+2400 || string(wav[:4]) != "RIFF" || string(wav[8:12]) != "WAVE" {
+		t.Fatalf("speech: %s, %d bytes", sp.Header.Get("Content-Type"), len(wav))
+	}
+
+	img, err := client.Images.Edit(ctx, openai.ImageEditParams{Image: openai.ImageEditParamsImageUnion{OfFile: named{bytes.NewReader([]byte("PNG")), "in.png"}},
+		Prompt: "make it blue", Model: "iop-sim"})
+	if err != nil || len(img.Data) != 1 {
+		t.Fatalf("image edit: %+v %v", img, err)
+	}
+	if png, err := base64.StdEncoding.DecodeString(img.Data[0].B64JSON); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("image edit answer is not a PNG: %v", err)
+	}
+
+	_, err = client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(audio), "a.wav"}, Model: "chat-only"})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "model_not_supported" || !strings.Contains(apiErr.Message, "audio surface") {
+		t.Fatalf("a model without the audio surface: %v", err)
+	}
+	resp, err := http.Post(c.URL+"/v1/audio/transcriptions", "application/json", strings.NewReader(`{"model":"iop-sim"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "multipart/form-data") {
+		t.Fatalf("a JSON transcription request: %d %s", resp.StatusCode, body)
+	}
+}
