@@ -15,7 +15,10 @@ type ProviderSnapshot struct {
 	Target               string   `json:"target"`
 	Models               []string `json:"models"`
 	ExecutionPath        string   `json:"execution_path"`
-	ConfiguredCapacity   int      `json:"configured_capacity"`
+	// Surfaces are the client surfaces the provider serves natively
+	// (passthrough); the rest of its requests are translated.
+	Surfaces           []string `json:"surfaces"`
+	ConfiguredCapacity int      `json:"configured_capacity"`
 	// AdvertisedCapacity is what the node advertised when the edge's
 	// node_limits.max_capacity cut it down to ConfiguredCapacity.
 	AdvertisedCapacity int    `json:"advertised_capacity,omitempty"`
@@ -47,6 +50,7 @@ func (p *Pool) Snapshot() []ProviderSnapshot {
 		s := ProviderSnapshot{
 			NodeID: k.NodeID, ConnectionGeneration: k.Generation, ProviderID: k.ID(), LocalProviderID: k.ProviderID,
 			Adapter: pp.ad.GetAdapter(), Target: pp.ad.GetTarget(), Models: pp.ad.GetModels(), ExecutionPath: pp.ad.GetExecutionPath(),
+			Surfaces:           append([]string{}, pp.ad.GetSurfaces()...),
 			ConfiguredCapacity: pp.capacity(), EffectiveCapacity: pp.capacity(), InFlight: pp.inFlight,
 			Status: "available", Health: "available", AdvertisedCapacity: pp.advertised,
 		}

@@ -16,6 +16,8 @@ try {
   const row = (id) => `#providers tbody tr:has(td:text-is("${id}"))`;
   await page.waitForSelector(`${row("node-a/sim-flaky")} td.available`, { timeout: 10000 });
   await page.waitForSelector(`${row("node-a/steady")} td.available`, { timeout: 10000 });
+  // Each provider shows the surfaces it serves natively (the sim's: all).
+  await page.waitForSelector(`${row("node-a/steady")} td:has-text("messages, audio")`, { timeout: 10000 });
   steps.push("rows");
   const res = await fetch(apiURL + "/v1/chat/completions", {
     method: "POST", headers: { "content-type": "application/json" },
