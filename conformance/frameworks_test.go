@@ -46,7 +46,9 @@ func runFramework(t *testing.T, base, scenario string) frameworkOutcome {
 
 // TestFrameworksAgainstTheSim runs the frameworks teams build on — the
 // Vercel AI SDK (generateObject on Chat and on Responses, a zod-typed
-// tool, streamText) and LangChain JS (withStructuredOutput, bindTools) —
+// tool, streamText), LangChain JS (withStructuredOutput, bindTools),
+// LlamaIndex (responseFormat, a FunctionTool) and the OpenAI Agents SDK
+// (an agent that calls a tool and answers from its result, on Responses) —
 // against the built-in sim, tunnelled (the sim serves the surfaces
 // natively) and translated (path: normalized): structured answers and
 // tool arguments follow the zod schema, so the frameworks' own validation
@@ -63,17 +65,21 @@ func TestFrameworksAgainstTheSim(t *testing.T) {
 	})
 	want := map[string]any{"city": "weather in Paris", "unit": "celsius", "days": 1.0, "tags": []any{"weather in Paris"}}
 	for _, model := range []string{"iop-sim", "sim-translated"} {
-		for _, s := range []string{"ai-object", "ai-object-responses", "lc-structured"} {
+		for _, s := range []string{"ai-object", "ai-object-responses", "lc-structured", "li-structured"} {
 			o := runFramework(t, c.URL, s+":"+model)
 			if !o.OK || !equalJSON(o.Object, want) {
 				t.Errorf("%s on %s: %+v", s, model, o)
 			}
 		}
-		for _, s := range []string{"ai-tool", "lc-tool"} {
+		for _, s := range []string{"ai-tool", "lc-tool", "li-tool"} {
 			o := runFramework(t, c.URL, s+":"+model)
 			if !o.OK || len(o.ToolCalls) != 1 || o.ToolCalls[0].Name != "getWeather" || o.ToolCalls[0].Invalid || !equalJSON(o.ToolCalls[0].Input, want) {
 				t.Errorf("%s on %s: %+v", s, model, o)
 			}
+		}
+		if o := runFramework(t, c.URL, "agents:"+model); !o.OK || len(o.ToolCalls) != 1 || o.ToolCalls[0].Input["city"] != "weather in Paris" ||
+			o.Text != "The tool returned: sunny in weather in Paris." {
+			t.Errorf("agents on %s: %+v", model, o)
 		}
 		if o := runFramework(t, c.URL, "ai-stream:"+model); !o.OK || o.Text != "You said: hi. This answer comes from iop-sim, the built-in simulated model." {
 			t.Errorf("ai-stream on %s: %+v", model, o)

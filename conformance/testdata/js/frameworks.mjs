@@ -9,9 +9,17 @@
 //   ai-stream     Vercel AI SDK streamText
 //   lc-structured LangChain JS ChatOpenAI.withStructuredOutput (zod)
 //   lc-tool       LangChain JS bindTools: a tool call parsed by the schema
+//   agents        the OpenAI Agents SDK: an agent calls a zod-typed tool,
+//                 the SDK runs it and the model answers from its result
+//   li-structured LlamaIndex's OpenAI LLM with a responseFormat schema
+//   li-tool       LlamaIndex's OpenAI LLM offered a FunctionTool
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateObject, generateText, streamText, tool } from "ai";
 import { ChatOpenAI } from "@langchain/openai";
+import { Agent, run, tool as agentTool, setDefaultOpenAIClient, setTracingDisabled } from "@openai/agents";
+import { OpenAI as LlamaOpenAI } from "@llamaindex/openai";
+import { tool as llamaTool } from "@llamaindex/core/tools";
+import OpenAI7 from "openai7";
 import { z } from "zod";
 
 globalThis.AI_SDK_LOG_WARNINGS = false;
@@ -42,6 +50,24 @@ try {
     } else if (kind === "ai-stream") {
       const r = streamText({ model: m, prompt: "hi", maxRetries: 0 });
       for await (const part of r.textStream) out.text += part;
+    }
+  } else if (kind === "agents") {
+    setTracingDisabled(true);
+    setDefaultOpenAIClient(new OpenAI7({ baseURL: baseURL + "/v1", apiKey, maxRetries: 0 }));
+    const getWeather = agentTool({ name: "getWeather", description: "the weather", parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => { out.toolCalls.push({ name: "getWeather", input: { city }, invalid: false }); return `sunny in ${city}`; } });
+    const agent = new Agent({ name: "weather", instructions: "be brief", model, tools: [getWeather] });
+    const r = await run(agent, "weather in Paris");
+    out.text = String(r.finalOutput);
+  } else if (kind.startsWith("li-")) {
+    const llm = new LlamaOpenAI({ model, apiKey, baseURL: baseURL + "/v1", maxRetries: 0 });
+    if (kind === "li-structured") {
+      const r = await llm.chat({ messages: [{ role: "user", content: "weather in Paris" }], responseFormat: weather });
+      out.object = JSON.parse(String(r.message.content));
+    } else {
+      const t = llamaTool({ name: "getWeather", description: "the weather", parameters: weather, execute: () => "sunny" });
+      const r = await llm.chat({ messages: [{ role: "user", content: "weather in Paris" }], tools: [t] });
+      out.toolCalls = (r.message.options?.toolCall ?? []).map((c) => ({ name: c.name, input: typeof c.input === "string" ? JSON.parse(c.input) : c.input, invalid: false }));
     }
   } else {
     const llm = new ChatOpenAI({ model, apiKey, configuration: { baseURL: baseURL + "/v1" }, maxRetries: 0 });
