@@ -32,6 +32,7 @@ type loadSpec struct {
 	duration    time.Duration // closed or open loop
 	rate        float64       // open loop: requests per second (0 = closed loop)
 	chunks      int           // content chunks a complete stream must carry
+	padBytes    int           // the user message's size (0: "hello")
 }
 
 // loadResult is what a run measured.
@@ -47,11 +48,15 @@ func newClient(conc int) *http.Client {
 		DisableCompression: true, IdleConnTimeout: time.Minute}}
 }
 
-func body(model string, stream bool) []byte {
-	if stream {
-		return []byte(`{"model":"` + model + `","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello"}]}`)
+func body(model string, stream bool, pad int) []byte {
+	content := "hello"
+	if pad > 0 {
+		content = strings.Repeat("lorem ipsum ", pad/12+1)[:pad]
 	}
-	return []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"hello"}]}`)
+	if stream {
+		return []byte(`{"model":"` + model + `","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + content + `"}]}`)
+	}
+	return []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"` + content + `"}]}`)
 }
 
 // one runs one request and records it.
@@ -63,7 +68,7 @@ type sample struct {
 }
 
 func do(ctx context.Context, c *http.Client, t target, spec loadSpec) sample {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body(t.model, spec.stream)))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body(t.model, spec.stream, spec.padBytes)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer sk-bench")
 	for k, v := range t.headers {
@@ -216,7 +221,7 @@ func holdStreams(ctx context.Context, t target, n int) (cancel func(), err error
 		opening <- struct{}{}
 		wg.Go(func() {
 			opened := func(err error) { ready <- err; <-opening }
-			req, _ := http.NewRequestWithContext(hctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body(t.model, true)))
+			req, _ := http.NewRequestWithContext(hctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body(t.model, true, 0)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer sk-bench")
 			for k, v := range t.headers {

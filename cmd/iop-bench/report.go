@@ -141,6 +141,8 @@ func render(env string, pl plan, vs []variant, res results, chunks int) report {
 	}
 	b.WriteString("Per-process figures summed over the system's processes (iop dev is one process; iop split two; the peer is one Node process). Per-stream memory is the RSS growth while N streams are held open by the upstream, divided by N.\n\n" + t.String() + "\n")
 
+	b.WriteString(growthTable(vs, pl, res))
+
 	b.WriteString("## Truncated streams\n\nEvery stream is validated: every content chunk, the usage chunk and `[DONE]`; anything less counts as truncated, even with a 200.\n\n")
 	t = table{head: []string{"system", "streams", "truncated"}}
 	var iopStreams, iopTrunc float64
@@ -164,7 +166,7 @@ func render(env string, pl plan, vs []variant, res results, chunks int) report {
 	b.WriteString(t.String() + "\n")
 
 	b.WriteString(translationNote(res))
-	b.WriteString(goals(vs, res, iopStreams, iopTrunc))
+	b.WriteString(goals(vs, pl, res, iopStreams, iopTrunc))
 	return report{markdown: b.String(), svg: plot(vs, res)}
 }
 
@@ -203,4 +205,39 @@ func plot(vs []variant, res results) string {
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// growthTable is how cost grows: CPU per chunk at each concurrency, per
+// 1 MiB request and per request on a 50-model node, each with its ratio
+// to the naive proxy in the same run.
+func growthTable(vs []variant, pl plan, res results) string {
+	head := []string{"system"}
+	var metrics []string
+	for _, c := range pl.scale {
+		head, metrics = append(head, fmt.Sprintf("CPU µs/chunk @%d streams", c)), append(metrics, fmt.Sprintf("cpu_us_per_chunk_c%d", c))
+	}
+	head = append(head, "CPU µs per 1 MiB request", "CPU µs/request, 50-model node")
+	metrics = append(metrics, "cpu_us_per_req_1mib", "cpu_us_per_req_50models")
+	t := table{head: head}
+	for _, v := range vs {
+		if len(v.sys.procs) == 0 {
+			continue
+		}
+		row := []string{v.label}
+		for _, m := range metrics {
+			x, ok := res.median(v.label, m)
+			floorMetric := m
+			if m == "cpu_us_per_req_50models" {
+				floorMetric = "cpu_us_per_req"
+			}
+			floor, okf := res.median("naive proxy", floorMetric)
+			cell := f(x, ok, "%.1f")
+			if ok && okf && floor > 0 && v.label != "naive proxy" {
+				cell += fmt.Sprintf(" (%.2f×)", x/floor)
+			}
+			row = append(row, cell)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return "## How cost grows\n\nCPU of the system's processes per stream chunk as concurrent streams grow, per request with a 1 MiB body, and per request to one model of a node serving 50 (tunnel path; against the floor's plain request). In parentheses: the ratio to the naive proxy in this run; nothing should grow faster than the floor's.\n\n" + t.String() + "\n"
 }

@@ -31,17 +31,21 @@ type plan struct {
 	sweep                  []float64 // open-loop rates
 	sweepDuration          time.Duration
 	openStreams            []int
-	truncationStreams      int // per iop path
+	truncationStreams      int   // per iop path
+	scale                  []int // concurrencies of the CPU-per-chunk scaling run
+	bigBodies              int   // 1 MiB requests
+	manyModels             int   // requests to a node serving 50 models
 	skipSplit, skipPortkey bool
 }
 
 func plans(quick bool) plan {
 	if quick {
 		return plan{reps: 1, latRequests: 300, thrDuration: 2 * time.Second, streamRequests64: 256, openStreams: []int{1000},
-			truncationStreams: 2000, skipPortkey: true}
+			truncationStreams: 2000, skipPortkey: true, scale: []int{1, 100}, bigBodies: 32, manyModels: 1000}
 	}
 	return plan{reps: 3, latRequests: 1500, thrDuration: 5 * time.Second, streamRequests64: 1280, streamRequests256: 2560,
-		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 5000}, truncationStreams: 50000}
+		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 8000}, truncationStreams: 50000,
+		scale: []int{1, 10, 100, 1000}, bigBodies: 256, manyModels: 5000}
 }
 
 // results holds samples per variant and metric, one per repetition.

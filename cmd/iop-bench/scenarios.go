@@ -60,6 +60,7 @@ func scenarios(pl plan, chunks int) []scenario {
 			r.add(v.label, "errors", float64(res.errors))
 		}},
 	}
+	out = append(out, growth(pl, chunks)...)
 	if pl.streamRequests256 > 0 {
 		out = append(out, scenario{"streams c=256", func(ctx context.Context, v variant, r results) {
 			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 256, requests: pl.streamRequests256, chunks: chunks})
@@ -135,4 +136,47 @@ func truncationRun(ctx context.Context, vs []variant, pl plan, chunks int, r res
 		r.add(v.label, "soak_streams", float64(res.requests))
 		r.add(v.label, "soak_truncated", float64(res.truncated+res.errors))
 	}
+}
+
+// growth are the scenarios of how cost grows: CPU per chunk from one to a
+// thousand concurrent streams, 1 MiB request bodies, and a node serving
+// 50 models (its tunnel provider's middle model).
+func growth(pl plan, chunks int) []scenario {
+	var out []scenario
+	for _, c := range pl.scale {
+		out = append(out, scenario{fmt.Sprintf("streams c=%d", c), func(ctx context.Context, v variant, r results) {
+			before := v.sys.cpu()
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: c, requests: max(4*c, 64), chunks: chunks})
+			cpu := v.sys.cpu() - before
+			if res.chunks > 0 && len(v.sys.procs) > 0 {
+				r.add(v.label, fmt.Sprintf("cpu_us_per_chunk_c%d", c), float64(cpu)/1e3/float64(res.chunks))
+			}
+			r.add(v.label, "truncated", float64(res.truncated))
+			r.add(v.label, "streams", float64(res.requests))
+			r.add(v.label, "errors", float64(res.errors))
+		}})
+	}
+	out = append(out, scenario{"1 MiB bodies c=8", func(ctx context.Context, v variant, r results) {
+		before := v.sys.cpu()
+		res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 8, requests: pl.bigBodies, padBytes: 1 << 20})
+		cpu := v.sys.cpu() - before
+		if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
+			r.add(v.label, "cpu_us_per_req_1mib", float64(cpu)/1e3/float64(n))
+		}
+		r.add(v.label, "errors", float64(res.errors))
+	}})
+	out = append(out, scenario{"50-model node c=16", func(ctx context.Context, v variant, r results) {
+		t, ok := v.sys.targets["t50"]
+		if !ok || v.key != "t" {
+			return
+		}
+		before := v.sys.cpu()
+		res := runLoad(ctx, t, loadSpec{concurrency: 16, requests: pl.manyModels})
+		cpu := v.sys.cpu() - before
+		if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
+			r.add(v.label, "cpu_us_per_req_50models", float64(cpu)/1e3/float64(n))
+		}
+		r.add(v.label, "errors", float64(res.errors))
+	}})
+	return out
 }

@@ -65,7 +65,8 @@ func iopConfigs(dir, upstream, listen, nodeListen string) (gw, node, dev string)
   providers:
     - {id: n, adapter: openai, path: normalized, base_url: "http://%[1]s/v1", models: [bench-n, hold-60-n], capacity: 100000}
     - {id: t, adapter: openai, path: tunnel, base_url: "http://%[1]s/v1", models: [bench-t, hold-60-t], capacity: 100000}
-`, upstream)
+    - {id: t50, adapter: openai, path: tunnel, base_url: "http://%[1]s/v1", models: [%[2]s], capacity: 100000}
+`, upstream, fiftyModels())
 	gwBody := fmt.Sprintf(`listen: %s
 node_listen: %s
 admin_listen: ""
@@ -94,8 +95,17 @@ node:
 	return writeFile(dir, "gateway.yaml", gwBody), writeFile(dir, "node.yaml", nodeBody), writeFile(dir, "dev.yaml", devBody)
 }
 
+// fiftyModels are the 50 models of the t50 provider, as a YAML list body.
+func fiftyModels() string {
+	names := make([]string, 50)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-m%02d", i)
+	}
+	return strings.Join(names, ", ")
+}
+
 func iopTargets(url string) map[string]target {
-	return map[string]target{"n": {url: url, model: "bench-n"}, "t": {url: url, model: "bench-t"},
+	return map[string]target{"n": {url: url, model: "bench-n"}, "t": {url: url, model: "bench-t"}, "t50": {url: url, model: "bench-m25"},
 		"hold-n": {url: url, model: "hold-60-n"}, "hold-t": {url: url, model: "hold-60-t"}}
 }
 
