@@ -41,21 +41,28 @@ type anthropicOutcome struct {
 
 func runAnthropic(t *testing.T, base, key, scenario string) anthropicOutcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	var o anthropicOutcome
+	runScript(t, 60*time.Second, "anthropic.mjs", &o, base, key, scenario)
+	return o
+}
+
+// runScript runs a Node script of testdata/js and decodes the one JSON
+// line it prints into out.
+func runScript(t *testing.T, limit time.Duration, script string, out any, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "anthropic.mjs", base, key, scenario)
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Dir = jsDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s: %v: %s", scenario, err, stderr.String())
+		t.Fatalf("%s %v: %v: %s", script, args, err, stderr.String())
 	}
-	var o anthropicOutcome
-	if err := json.Unmarshal(out, &o); err != nil {
-		t.Fatalf("%s: decoding %q: %v", scenario, out, err)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s %v: decoding %q: %v", script, args, b, err)
 	}
-	return o
 }
 
 // TestAnthropicSDK drives iop's /v1/messages with the official Anthropic

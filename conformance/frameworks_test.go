@@ -2,9 +2,7 @@ package conformance
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -27,20 +25,8 @@ type frameworkOutcome struct {
 
 func runFramework(t *testing.T, base, scenario string) frameworkOutcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "frameworks.mjs", base, "sk-none", scenario)
-	cmd.Dir = jsDir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", scenario, err, stderr.String())
-	}
 	var o frameworkOutcome
-	if err := json.Unmarshal(out, &o); err != nil {
-		t.Fatalf("%s: decoding %q: %v", scenario, out, err)
-	}
+	runScript(t, 90*time.Second, "frameworks.mjs", &o, base, "sk-none", scenario)
 	return o
 }
 

@@ -218,27 +218,20 @@ func user(out []any, blocks []map[string]json.RawMessage, field string) ([]any, 
 	var parts []any
 	for j, b := range blocks {
 		bf := fmt.Sprintf("%s.content.%d", field, j)
+		var err *Error
 		switch blockType(b) {
-		case "text":
-			p, err := textPart(b, bf)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, p)
-		case "image":
-			p, err := imagePart(b, bf)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, p)
+		case "text", "image":
+			parts, err = appendPart(parts, b, bf)
 		case "tool_result":
-			m, err := toolResult(b, bf)
-			if err != nil {
-				return nil, err
+			var m any
+			if m, err = toolResult(b, bf); err == nil {
+				out = append(out, m)
 			}
-			out = append(out, m)
 		default:
-			return nil, inexpressible(bf + ".type")
+			err = inexpressible(bf + ".type")
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if len(parts) > 0 {
@@ -247,41 +240,39 @@ func user(out []any, blocks []map[string]json.RawMessage, field string) ([]any, 
 	return out, nil
 }
 
+// appendPart appends the Chat part of a text or image block.
+func appendPart(parts []any, b map[string]json.RawMessage, field string) ([]any, *Error) {
+	part := textPart
+	if blockType(b) == "image" {
+		part = imagePart
+	}
+	p, err := part(b, field)
+	if err != nil {
+		return nil, err
+	}
+	return append(parts, p), nil
+}
+
 // assistant maps an assistant turn: its text as content, its tool_use
 // blocks as tool calls (the input's bytes as the arguments).
 func assistant(out []any, blocks []map[string]json.RawMessage, field string) ([]any, *Error) {
 	var parts, calls []any
 	for j, b := range blocks {
 		bf := fmt.Sprintf("%s.content.%d", field, j)
+		var err *Error
 		switch blockType(b) {
 		case "text":
-			p, err := textPart(b, bf)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, p)
+			parts, err = appendPart(parts, b, bf)
 		case "tool_use":
-			var tu struct {
-				ID    string          `json:"id"`
-				Name  string          `json:"name"`
-				Input json.RawMessage `json:"input"`
+			var call any
+			if call, err = toolCall(b, bf); err == nil {
+				calls = append(calls, call)
 			}
-			for k := range b {
-				if k != "type" && k != "id" && k != "name" && k != "input" && k != "cache_control" {
-					return nil, inexpressible(bf + "." + k)
-				}
-			}
-			if err := remarshal(b, &tu); err != nil || tu.Name == "" {
-				return nil, New(http.StatusBadRequest, bf+": a tool_use block needs an id, a name and an input")
-			}
-			args := tu.Input
-			if len(args) == 0 {
-				args = json.RawMessage("{}")
-			}
-			calls = append(calls, map[string]any{"id": tu.ID, "type": "function",
-				"function": map[string]any{"name": tu.Name, "arguments": string(args)}})
 		default:
-			return nil, inexpressible(bf + ".type")
+			err = inexpressible(bf + ".type")
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	m := map[string]any{"role": "assistant", "content": nil}
@@ -292,6 +283,28 @@ func assistant(out []any, blocks []map[string]json.RawMessage, field string) ([]
 		m["tool_calls"] = calls
 	}
 	return append(out, m), nil
+}
+
+// toolCall is the Chat tool call of a tool_use block.
+func toolCall(b map[string]json.RawMessage, field string) (any, *Error) {
+	var tu struct {
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}
+	for k := range b {
+		if k != "type" && k != "id" && k != "name" && k != "input" && k != "cache_control" {
+			return nil, inexpressible(field + "." + k)
+		}
+	}
+	if err := remarshal(b, &tu); err != nil || tu.Name == "" {
+		return nil, New(http.StatusBadRequest, field+": a tool_use block needs an id, a name and an input")
+	}
+	args := tu.Input
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return map[string]any{"id": tu.ID, "type": "function", "function": map[string]any{"name": tu.Name, "arguments": string(args)}}, nil
 }
 
 func toolResult(b map[string]json.RawMessage, field string) (any, *Error) {

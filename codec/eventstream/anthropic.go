@@ -14,15 +14,25 @@ type msgsUsage struct {
 	in, out *execution.TokenUsage
 }
 
-// anthropic observes one Messages event.
-func (o *Observer) anthropic(ev Event) {
+// typed is a typed event's JSON object and its type: the object's
+// "type", else the SSE event name; nil when the data is no object.
+func (o *Observer) typed(ev Event) (*fastjson.Value, string) {
 	e, ok := o.object(ev.Data)
 	if !ok || e == nil {
-		return
+		return nil, ""
 	}
 	typ := string(e.GetStringBytes("type"))
 	if typ == "" {
 		typ = ev.Name
+	}
+	return e, typ
+}
+
+// anthropic observes one Messages event.
+func (o *Observer) anthropic(ev Event) {
+	e, typ := o.typed(ev)
+	if e == nil {
+		return
 	}
 	switch typ {
 	case "message_start":

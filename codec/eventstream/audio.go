@@ -5,13 +5,9 @@ package eventstream
 // image generations and edits): the stream ends with its own *.done or
 // *.completed event, and an error event is the upstream's.
 func (o *Observer) audio(ev Event) {
-	e, ok := o.object(ev.Data)
-	if !ok || e == nil {
+	e, typ := o.typed(ev)
+	if e == nil {
 		return
-	}
-	typ := string(e.GetStringBytes("type"))
-	if typ == "" {
-		typ = ev.Name
 	}
 	switch typ {
 	case "transcript.text.delta":
