@@ -34,7 +34,8 @@ func runFramework(t *testing.T, base, scenario string) frameworkOutcome {
 // Vercel AI SDK (generateObject on Chat and on Responses, a zod-typed
 // tool, streamText), LangChain JS (withStructuredOutput, bindTools),
 // LlamaIndex (responseFormat, a FunctionTool) and the OpenAI Agents SDK
-// (an agent that calls a tool and answers from its result, on Responses) —
+// (an agent that calls a tool and answers from its result, on Responses),
+// and ollama-js's embed and embeddings —
 // against the built-in sim, tunnelled (the sim serves the surfaces
 // natively) and translated (path: normalized): structured answers and
 // tool arguments follow the zod schema, so the frameworks' own validation
@@ -66,6 +67,9 @@ func TestFrameworksAgainstTheSim(t *testing.T) {
 		if o := runFramework(t, c.URL, "agents:"+model); !o.OK || len(o.ToolCalls) != 1 || o.ToolCalls[0].Input["city"] != "weather in Paris" ||
 			o.Text != "The tool returned: sunny in weather in Paris." {
 			t.Errorf("agents on %s: %+v", model, o)
+		}
+		if o := runFramework(t, c.URL, "ollama-embed:"+model); !o.OK || !equalJSON(o.Object["batch"], []any{8.0, 8.0}) || o.Object["legacy"] == 0.0 {
+			t.Errorf("ollama-js embed on %s: %+v", model, o)
 		}
 		if o := runFramework(t, c.URL, "ai-stream:"+model); !o.OK || o.Text != "You said: hi. This answer comes from iop-sim, the built-in simulated model." {
 			t.Errorf("ai-stream on %s: %+v", model, o)

@@ -13,6 +13,7 @@
 //                 the SDK runs it and the model answers from its result
 //   li-structured LlamaIndex's OpenAI LLM with a responseFormat schema
 //   li-tool       LlamaIndex's OpenAI LLM offered a FunctionTool
+//   ollama-embed  ollama-js embed (batch input) and the older embeddings
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateObject, generateText, streamText, tool } from "ai";
 import { ChatOpenAI } from "@langchain/openai";
@@ -20,6 +21,7 @@ import { Agent, run, tool as agentTool, setDefaultOpenAIClient, setTracingDisabl
 import { OpenAI as LlamaOpenAI } from "@llamaindex/openai";
 import { tool as llamaTool } from "@llamaindex/core/tools";
 import OpenAI7 from "openai7";
+import { Ollama } from "ollama";
 import { z } from "zod";
 
 globalThis.AI_SDK_LOG_WARNINGS = false;
@@ -59,6 +61,11 @@ try {
     const agent = new Agent({ name: "weather", instructions: "be brief", model, tools: [getWeather] });
     const r = await run(agent, "weather in Paris");
     out.text = String(r.finalOutput);
+  } else if (kind === "ollama-embed") {
+    const ollama = new Ollama({ host: baseURL });
+    const batch = await ollama.embed({ model, input: ["hello", "world"], dimensions: 8 });
+    const one = await ollama.embeddings({ model, prompt: "hello" });
+    out.object = { batch: batch.embeddings.map((e) => e.length), legacy: one.embedding.length, same: batch.embeddings[0].length === 8 };
   } else if (kind.startsWith("li-")) {
     const llm = new LlamaOpenAI({ model, apiKey, baseURL: baseURL + "/v1", maxRetries: 0 });
     if (kind === "li-structured") {

@@ -62,6 +62,7 @@ func BenchmarkGateway(b *testing.B) {
 		{"normalized-json", `{"model":"bench-n","messages":[{"role":"user","content":"hi"}]}`},
 		{"tunnel-stream", `{"model":"bench-t","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 		{"normalized-stream", `{"model":"bench-n","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"tunnel-json-1mib", `{"model":"bench-t","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 1<<20/12) + `"}]}`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
