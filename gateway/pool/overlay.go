@@ -52,8 +52,16 @@ func (p *Pool) AcceptStall(l *Lease, r Reception, f *execution.ExecutionFailure,
 	return v
 }
 
-// decideStall is AcceptStall's decision and the observation it yields.
+// decideStall is AcceptStall's decision and the observation it yields;
+// the failure handed on carries its evidence's contract form too.
 func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure) (StallVerdict, HealthObservation) {
+	v, obs := p.judgeStall(l, r, f)
+	v.Failure.Metadata = v.Failure.Stall.Metadata()
+	return v, obs
+}
+
+// judgeStall validates the stall's evidence against the lease.
+func (p *Pool) judgeStall(l *Lease, r Reception, f *execution.ExecutionFailure) (StallVerdict, HealthObservation) {
 	out := &execution.ExecutionFailure{Code: execution.FailureCodeResponseStalled, Message: execution.StalledMessage, Retryable: f.Retryable}
 	if !l.Owns(r) {
 		return StallVerdict{Failure: out}, HealthObservation{source: "stall", evidence: "unknown", decision: "rejected_binding"}
@@ -66,7 +74,6 @@ func (p *Pool) decideStall(l *Lease, r Reception, f *execution.ExecutionFailure)
 	verdict := &execution.StallEvidence{Fence: fence}
 	out.Stall = verdict
 	released := StallVerdict{Failure: out, ReleaseLease: true}
-	defer func() { out.Metadata = verdict.Metadata() }()
 	switch {
 	case !exactPair(ev.Classification, health) || fence == "":
 		return released, HealthObservation{source: "stall", evidence: "unknown", decision: "rejected_ambiguous"}
