@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/clocktest"
 	"github.com/iopgw/iop/surface"
 )
 
@@ -155,21 +156,24 @@ func TestCommitHoldWidensReplayWindow(t *testing.T) {
 }
 
 // TestHoldReleasesOnDelay: held output goes out after MaxDelay even if no
-// more events come.
+// more events come — on the runtime's clock (synctest only waits for the
+// goroutines to settle).
 func TestHoldReleasesOnDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("x")}, hang: true}}}
-		cfg := Config{Dispatcher: d, Hold: HoldConfig{MaxEvents: 100, MaxDelay: 50 * time.Millisecond}}.WithDefaults()
+		cfg := Config{Dispatcher: d, Clock: clk, Hold: HoldConfig{MaxEvents: 100, MaxDelay: 50 * time.Millisecond}}.WithDefaults()
 		w := newRecorder()
 		done := make(chan struct{})
 		ctx, cancel := contextWithCancel()
 		go func() { Serve(ctx, &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m"}, w); close(done) }()
-		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		clk.Advance(49 * time.Millisecond)
 		synctest.Wait()
 		if strings.Contains(w.BodyString(), `"content":"x"`) {
 			t.Fatal("held output released before MaxDelay")
 		}
-		time.Sleep(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		synctest.Wait()
 		if !strings.Contains(w.BodyString(), `"content":"x"`) {
 			t.Fatalf("held output not released at MaxDelay: %q", w.BodyString())

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/iopgw/iop/internal/clock"
 )
 
 // reloadPolicy is when a running process re-reads its configuration file:
@@ -33,25 +35,31 @@ func watchReloads(ctx context.Context, path string, p reloadPolicy, log *slog.Lo
 	go func() {
 		defer close(done)
 		defer signal.Stop(hup)
-		watchFile(ctx, path, p, log, hup, reload)
+		watchFile(ctx, path, p, clock.Real, log, hup, reload)
 	}()
 	return func() { cancel(); <-done }
 }
 
-// watchFile is watchReloads with its SIGHUP channel given.
-func watchFile(ctx context.Context, path string, p reloadPolicy, log *slog.Logger, hup <-chan os.Signal, reload func()) {
-	var tick <-chan time.Time
+// watchFile is watchReloads with its clock (the watch ticks') and SIGHUP
+// channel given.
+func watchFile(ctx context.Context, path string, p reloadPolicy, clk clock.Clock, log *slog.Logger, hup <-chan os.Signal, reload func()) {
+	var tick <-chan struct{}
 	last := fileSum(path)
 	var pending []byte // a changed content seen once, reloaded when the next tick sees it unchanged
-	if p.Watch && path != "" {
-		if p.Interval <= 0 {
-			p.Interval = 2 * time.Second
-		}
-		t := time.NewTicker(p.Interval)
-		defer t.Stop()
-		tick = t.C
+	watch := p.Watch && path != ""
+	if p.Interval <= 0 {
+		p.Interval = 2 * time.Second
 	}
+	var t clock.Timer // the armed tick's
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
+		if watch && tick == nil {
+			tick, t = clock.After(clk, p.Interval)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -63,6 +71,7 @@ func watchFile(ctx context.Context, path string, p reloadPolicy, log *slog.Logge
 			last = fileSum(path)
 			reload()
 		case <-tick:
+			tick = nil
 			// A change is acted on once the file has held it for a whole
 			// interval: a file caught halfway through a non-atomic write
 			// is never loaded (the write goes on, the content moves).

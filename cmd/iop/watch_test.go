@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/iopgw/iop/internal/testing/clocktest"
 )
 
 // TestWatchReloadsOnlyAStableFile (issue 31, finding 8): reload.watch acts
@@ -24,25 +26,32 @@ func TestWatchReloadsOnlyAStableFile(t *testing.T) {
 		}
 		write("complete: 1\n")
 		var reloads atomic.Int32
+		clk := clocktest.New()
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			watchFile(ctx, path, reloadPolicy{Watch: true, Interval: time.Second}, slog.New(slog.DiscardHandler), make(chan os.Signal), func() { reloads.Add(1) })
+			watchFile(ctx, path, reloadPolicy{Watch: true, Interval: time.Second}, clk, slog.New(slog.DiscardHandler), make(chan os.Signal), func() { reloads.Add(1) })
 		}()
-		time.Sleep(500 * time.Millisecond)
+		tick := func() { // one interval on the watcher's clock, and the watcher's look at the file
+			synctest.Wait()
+			clk.Advance(time.Second)
+			synctest.Wait()
+		}
 		write("compl") // a writer halfway through
-		time.Sleep(time.Second)
+		tick()
 		write("complete: 2\n") // the write finished: a tick has seen the partial content
-		time.Sleep(time.Second)
+		tick()
 		if n := reloads.Load(); n != 0 {
 			t.Fatalf("reloaded %d times while the file was changing", n)
 		}
-		time.Sleep(time.Second) // one whole interval unchanged
+		tick() // one whole interval unchanged
 		if n := reloads.Load(); n != 1 {
 			t.Fatalf("reloaded %d times once the file was stable, want 1", n)
 		}
-		time.Sleep(5 * time.Second)
+		for range 5 {
+			tick()
+		}
 		if n := reloads.Load(); n != 1 {
 			t.Fatalf("an unchanged file reloaded again: %d", n)
 		}

@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"gateway/fleet":        {"execution", "codec", "wire", "streamgate", "gateway/pool", "internal/ids", "internal/slogx", "internal/syncx", "internal/tracing", "internal/clock"},
 	"gateway/pool":         {"execution", "wire", "streamgate"},
 	"gateway/tenancy":      {"execution", "codec", "internal/ids"},
-	"cmd":                  {"gateway", "nodeagent", "internal/konfig"},
+	"cmd":                  {"gateway", "nodeagent", "internal/konfig", "internal/clock"},
 	"internal/testing":     {"*"},
 	"conformance":          {"*"},
 	"examples":             {"*"},
