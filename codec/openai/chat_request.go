@@ -300,6 +300,10 @@ func decodeContent(raw json.RawMessage, m *execution.Message, param string, neut
 		return InvalidRequest(param, "Missing required parameter: '%s'.", param)
 	}
 	if raw[0] == '"' {
+		if s, ok := plainString(raw); ok {
+			m.Content = s
+			return nil
+		}
 		return jsonError(json.Unmarshal(raw, &m.Content), param)
 	}
 	var parts []contentPart
@@ -327,6 +331,19 @@ func decodeContent(raw json.RawMessage, m *execution.Message, param string, neut
 	}
 	m.Content = text.String()
 	return nil
+}
+
+// plainString is the value of a JSON string literal without escapes —
+// its bytes between the quotes — read without a decoding pass: a body
+// CheckBody passed is valid UTF-8 and valid JSON, so such a literal holds
+// no control character and means exactly its bytes. Long prompts are
+// mostly such strings.
+func plainString(raw json.RawMessage) (string, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' || bytes.IndexByte(raw[1:n-1], '\\') >= 0 || bytes.IndexByte(raw[1:n-1], '"') >= 0 {
+		return "", false
+	}
+	return string(raw[1 : n-1]), true
 }
 
 func jsonError(err error, param string) *Error {
