@@ -15,8 +15,9 @@ import (
 // (passed for the upstreams that take it: vLLM, llama.cpp) and
 // metadata.user_id. A field or block Chat cannot express (thinking,
 // documents, server tools, a tool result's is_error, …) is a 400 naming
-// it — never dropped. cache_control, a caching hint that does not change
-// the answer, is the one thing left behind.
+// it — never dropped. Left behind: cache_control, a caching hint that
+// does not change the answer, and earlier turns' thinking blocks, which
+// the Messages API itself removes from the model's context.
 func ToChat(body []byte) ([]byte, *Error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
@@ -254,7 +255,9 @@ func appendPart(parts []any, b map[string]json.RawMessage, field string) ([]any,
 }
 
 // assistant maps an assistant turn: its text as content, its tool_use
-// blocks as tool calls (the input's bytes as the arguments).
+// blocks as tool calls (the input's bytes as the arguments); its
+// thinking blocks stay behind, as the Messages API drops them from the
+// context of later turns.
 func assistant(out []any, blocks []map[string]json.RawMessage, field string) ([]any, *Error) {
 	var parts, calls []any
 	for j, b := range blocks {
@@ -268,6 +271,11 @@ func assistant(out []any, blocks []map[string]json.RawMessage, field string) ([]
 			if call, err = toolCall(b, bf); err == nil {
 				calls = append(calls, call)
 			}
+		case "thinking", "redacted_thinking":
+			// An earlier turn's thinking, as iop rendered it from the
+			// upstream's reasoning (or Anthropic did): the Messages API
+			// itself leaves it out of the model's context, and Chat has no
+			// field for it.
 		default:
 			err = inexpressible(bf + ".type")
 		}

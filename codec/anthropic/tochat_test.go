@@ -77,7 +77,7 @@ func TestToChatRefuses(t *testing.T) {
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`:                                        "messages.0.content.0.type",
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x","is_error":true}]}]}`: "messages.0.content.0.is_error",
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"x","citations":[]}]}]}`:                              "messages.0.content.0.citations",
-		msg(`[{"type":"thinking","thinking":"hm","signature":"s"}]`):                                                                                   "messages.1.content.0.type",
+		msg(`[{"type":"document","source":{}}]`): "messages.1.content.0.type",
 	} {
 		_, e := ToChat([]byte(body))
 		if e == nil || e.Status != 400 || !strings.HasPrefix(e.Message, field+":") {
@@ -130,5 +130,21 @@ func TestStreamRendersEveryKind(t *testing.T) {
 	}
 	if b := string(a.Body()); !strings.Contains(b, `{"id":"call_1","input":{"city":"Paris"},"name":"weather","type":"tool_use"}`) || !strings.Contains(b, `"stop_reason":"tool_use"`) {
 		t.Fatalf("body %s", b)
+	}
+}
+
+// TestToChatLeavesEarlierThinking: an earlier turn's thinking blocks (as
+// iop renders an upstream's reasoning) stay out of the Chat history, as
+// the Messages API leaves them out of the context; the turn's text and
+// tool calls go on.
+func TestToChatLeavesEarlierThinking(t *testing.T) {
+	out, e := ToChat([]byte(`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"},
+	 {"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":""},{"type":"redacted_thinking","data":"x"},{"type":"text","text":"hello"}]},
+	 {"role":"user","content":"again"}]}`))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if s := string(out); strings.Contains(s, "hm") || !strings.Contains(s, `{"content":[{"text":"hello","type":"text"}],"role":"assistant"}`) {
+		t.Fatalf("chat %s", s)
 	}
 }
