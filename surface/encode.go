@@ -36,14 +36,14 @@ func encodeChat(o EncodeOptions) Encoder {
 	if o.Stream {
 		return &chatSSE{s: openai.NewChatStream(openai.NewChatID(), o.Model, o.Now.Unix(), o.IncludeUsage)}
 	}
-	return &chatJSON{a: openai.NewChatAccumulator(openai.NewChatID(), o.Model, o.Now.Unix())}
+	return &jsonEnc{a: openai.NewChatAccumulator(openai.NewChatID(), o.Model, o.Now.Unix())}
 }
 
 func encodeResponses(o EncodeOptions) Encoder {
 	if o.Stream {
 		return &responsesSSE{s: openai.NewResponsesStream(openai.NewResponseID(), o.Model, o.Now.Unix(), o.Echo)}
 	}
-	return &responsesJSON{a: openai.NewResponseAccumulator(openai.NewResponseID(), o.Model, o.Now.Unix(), o.Echo)}
+	return &jsonEnc{a: openai.NewResponseAccumulator(openai.NewResponseID(), o.Model, o.Now.Unix(), o.Echo)}
 }
 
 func encodeOllama(generate bool) func(EncodeOptions) Encoder {
@@ -56,7 +56,7 @@ func encodeMessages(o EncodeOptions) Encoder {
 	if o.Stream {
 		return &messagesSSE{s: anthropic.NewStream(anthropic.NewMessageID(), o.Model)}
 	}
-	return &messagesJSON{a: anthropic.NewAccumulator(anthropic.NewMessageID(), o.Model)}
+	return &jsonEnc{a: anthropic.NewAccumulator(anthropic.NewMessageID(), o.Model)}
 }
 
 type messagesSSE struct{ s *anthropic.Stream }
@@ -68,18 +68,6 @@ func (e *messagesSSE) TypedError(code, _ string, msg string) []byte {
 	return anthropic.InBand(code, msg)
 }
 
-type messagesJSON struct{ a *anthropic.Accumulator }
-
-func (e *messagesJSON) Event(ev execution.RunEvent) []byte {
-	e.a.Add(ev)
-	return nil
-}
-func (e *messagesJSON) Body(ev execution.RunEvent) []byte { e.a.Add(ev); return e.a.Body() }
-func (e *messagesJSON) ContentType() string               { return "application/json" }
-func (e *messagesJSON) TypedError(string, string, string) []byte {
-	return nil
-}
-
 type chatSSE struct{ s *openai.ChatStream }
 
 func (e *chatSSE) Event(ev execution.RunEvent) []byte { return e.s.Append(nil, ev) }
@@ -87,18 +75,6 @@ func (e *chatSSE) Body(execution.RunEvent) []byte     { return nil }
 func (e *chatSSE) ContentType() string                { return "text/event-stream; charset=utf-8" }
 func (e *chatSSE) TypedError(code, typ, msg string) []byte {
 	return (&openai.Error{Type: typ, Code: code, Message: msg}).SSE()
-}
-
-type chatJSON struct{ a *openai.ChatAccumulator }
-
-func (e *chatJSON) Event(ev execution.RunEvent) []byte {
-	e.a.Add(ev)
-	return nil
-}
-func (e *chatJSON) Body(ev execution.RunEvent) []byte { e.a.Add(ev); return e.a.Body() }
-func (e *chatJSON) ContentType() string               { return "application/json" }
-func (e *chatJSON) TypedError(string, string, string) []byte {
-	return nil
 }
 
 type responsesSSE struct{ s *openai.ResponsesStream }
@@ -110,17 +86,24 @@ func (e *responsesSSE) TypedError(code, _ string, msg string) []byte {
 	return e.s.AppendFailed(nil, code, msg)
 }
 
-type responsesJSON struct{ a *openai.ResponseAccumulator }
+// accumulator collects a run's events into one JSON answer (Chat,
+// Responses, Messages).
+type accumulator interface {
+	Add(ev execution.RunEvent)
+	Body() []byte
+}
 
-func (e *responsesJSON) Event(ev execution.RunEvent) []byte {
+// jsonEnc renders a JSON answer: events accumulate, the body comes with
+// the complete event; a JSON answer has no in-band terminal.
+type jsonEnc struct{ a accumulator }
+
+func (e *jsonEnc) Event(ev execution.RunEvent) []byte {
 	e.a.Add(ev)
 	return nil
 }
-func (e *responsesJSON) Body(ev execution.RunEvent) []byte { e.a.Add(ev); return e.a.Body() }
-func (e *responsesJSON) ContentType() string               { return "application/json" }
-func (e *responsesJSON) TypedError(string, string, string) []byte {
-	return nil
-}
+func (e *jsonEnc) Body(ev execution.RunEvent) []byte        { e.a.Add(ev); return e.a.Body() }
+func (e *jsonEnc) ContentType() string                      { return "application/json" }
+func (e *jsonEnc) TypedError(string, string, string) []byte { return nil }
 
 type ollamaEnc struct {
 	s      *ollama.Stream
