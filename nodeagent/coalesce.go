@@ -84,15 +84,15 @@ func (c *coalescer) heldFrame(f *wire.ProviderTunnelFrame) bool {
 	return false
 }
 
-// add holds the item just appended (carrying size bytes of client
+// add holds the item just appended at now (carrying size bytes of client
 // output) and reports whether the held items must go now.
-func (c *coalescer) add(held bool, size int) bool {
+func (c *coalescer) add(now time.Time, held bool, size int) bool {
 	if len(c.events)+len(c.frames) == 1 {
-		c.oldest = time.Now()
+		c.oldest = now
 	}
 	c.bytes += size
 	c.held = c.held || size > 0
-	return !held || c.bytes >= maxHeldBytes || time.Since(c.oldest) >= maxHeldAge
+	return !held || c.bytes >= maxHeldBytes || now.Sub(c.oldest) >= maxHeldAge
 }
 
 // beforeRead reports whether the held items must go now that the

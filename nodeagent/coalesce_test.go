@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/clock"
+	"github.com/iopgw/iop/internal/testing/clocktest"
 	"github.com/iopgw/iop/nodeagent/providers/openai"
 	"github.com/iopgw/iop/wire"
 )
@@ -37,12 +39,15 @@ func shapes(ups []*wire.AttemptUp) []string {
 	return out
 }
 
-// sentMessages runs one attempt on the bridge and returns its messages.
-func sentMessages(t *testing.T, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []*wire.AttemptUp {
+// sentMessages runs one attempt on a bridge and returns its messages.
+// With a clock (inside a synctest bubble), the bridge runs on it and the
+// clock is driven until the attempt ends; nil runs on the wall clock.
+func sentMessages(t *testing.T, clk *clocktest.Manual, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []*wire.AttemptUp {
 	t.Helper()
-	env := newBridgeEnv(t, p, DefaultCloseGrace)
 	var ups []*wire.AttemptUp
-	run(env.bridge, func(m *wire.AttemptUp) error { ups = append(ups, m); return nil })
+	for _, m := range sentMessagesAt(t, clk, p, run) {
+		ups = append(ups, m.up)
+	}
 	return ups
 }
 
@@ -97,7 +102,7 @@ func TestCoalescedMessages(t *testing.T) {
 			[]string{"start+delta", "delta+delta+usage+complete"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := shapes(sentMessages(t, tc.p, tc.run)); !slices.Equal(got, tc.want) {
+			if got := shapes(sentMessages(t, nil, tc.p, tc.run)); !slices.Equal(got, tc.want) {
 				t.Fatalf("messages %q, want %q", got, tc.want)
 			}
 		})
@@ -122,16 +127,17 @@ func runStream(stream bool) func(*Bridge, func(*wire.AttemptUp) error) {
 // the edge with the stall terminal, in order.
 func TestHeldItemsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		slow := &funcProvider{exec: func(_ context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "first"})
 			for range 5 {
-				time.Sleep(400 * time.Millisecond)
+				pause(clk, 400*time.Millisecond)
 				emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "tok"})
 			}
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
 			return nil
 		}}
-		got := shapes(sentMessages(t, slow, runStream(false)))
+		got := shapes(sentMessages(t, clk, slow, runStream(false)))
 		// held from 0.4 s, out by its age bound at 1.4 s; held again from
 		// 1.6 s until the end at 2.0 s
 		want := []string{"delta", "delta+delta+delta", "delta+delta+complete"}
@@ -145,7 +151,7 @@ func TestHeldItemsBounded(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		}}
-		got = shapes(sentMessages(t, silent, func(b *Bridge, send func(*wire.AttemptUp) error) {
+		got = shapes(sentMessages(t, clk, silent, func(b *Bridge, send func(*wire.AttemptUp) error) {
 			b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2",
 				ResponseStallTimeoutMs: 5000}, send)
 		}))
@@ -177,7 +183,7 @@ func TestOneReadOneMessage(t *testing.T) {
 	}))
 	defer up.Close()
 	p := openai.New(openai.Config{BaseURL: up.URL + "/v1"})
-	env := newBridgeEnv(t, p, DefaultCloseGrace)
+	env := newBridgeEnv(t, p, DefaultCloseGrace, nil)
 	sent := make(chan *wire.AttemptUp, 16)
 	done := make(chan struct{})
 	go func() {
@@ -219,16 +225,17 @@ func TestOneReadOneMessage(t *testing.T) {
 // progressing. Fake time: the gaps are the 250 s and 299 s seen.
 func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		gap := 299 * time.Second
 		head := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
 				Header: map[string][]string{"Content-Type": {"text/event-stream"}}})
-			time.Sleep(gap)
+			pause(clk, gap)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {}\n\n")})
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
 			return nil
 		}}
-		at := timedMessages(t, head, func(b *Bridge, send func(*wire.AttemptUp) error) {
+		at := timedMessages(t, clk, head, func(b *Bridge, send func(*wire.AttemptUp) error) {
 			b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2",
 				ResponseStallTimeoutMs: 300000}, send)
 		})
@@ -240,11 +247,11 @@ func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
 		whole := &funcProvider{exec: func(_ context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "first"})
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "second"})
-			time.Sleep(gap)
+			pause(clk, gap)
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
 			return nil
 		}}
-		at = timedMessages(t, whole, runStream(false))
+		at = timedMessages(t, clk, whole, runStream(false))
 		if len(at) != 3 || at[1].shape != "delta" || at[1].after > maxHeldAge || at[2].shape != "complete" {
 			t.Fatalf("non-stream messages %+v: the held delta must leave within %v", at, maxHeldAge)
 		}
@@ -256,12 +263,12 @@ type timedMessage struct {
 	after time.Duration // since the attempt started
 }
 
-// timedMessages is sentMessages with each message's (fake) send time.
-func timedMessages(t *testing.T, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []timedMessage {
+// timedMessages is sentMessages with each message's send time on clk.
+func timedMessages(t *testing.T, clk *clocktest.Manual, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []timedMessage {
 	t.Helper()
-	start := time.Now()
+	start := clk.Now()
 	var out []timedMessage
-	for _, m := range sentMessagesAt(t, p, run) {
+	for _, m := range sentMessagesAt(t, clk, p, run) {
 		out = append(out, timedMessage{shape: shapes([]*wire.AttemptUp{m.up})[0], after: m.at.Sub(start)})
 	}
 	return out
@@ -272,10 +279,17 @@ type sentAt struct {
 	at time.Time
 }
 
-func sentMessagesAt(t *testing.T, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []sentAt {
+func sentMessagesAt(t *testing.T, clk *clocktest.Manual, p *funcProvider, run func(b *Bridge, send func(*wire.AttemptUp) error)) []sentAt {
 	t.Helper()
-	env := newBridgeEnv(t, p, DefaultCloseGrace)
+	var c clock.Clock
+	attempt := func(f func()) { f() }
+	if clk != nil {
+		c, attempt = clk, func(f func()) { clk.Drive(t, f) }
+	}
+	env := newBridgeEnv(t, p, DefaultCloseGrace, c)
 	var ups []sentAt
-	run(env.bridge, func(m *wire.AttemptUp) error { ups = append(ups, sentAt{m, time.Now()}); return nil })
+	attempt(func() {
+		run(env.bridge, func(m *wire.AttemptUp) error { ups = append(ups, sentAt{m, clock.Or(c).Now()}); return nil })
+	})
 	return ups
 }

@@ -105,7 +105,7 @@ func FuzzAttemptDown(f *testing.F) {
 			return nil
 		},
 	}, probe: availableProbe(execution.HealthAvailable)}
-	env := newBridgeEnv(f, p, 10*time.Millisecond)
+	env := newBridgeEnv(f, p, 10*time.Millisecond, nil)
 	a := &Agent{bridge: env.bridge}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		down := &wire.AttemptDown{}

@@ -1,11 +1,11 @@
 package nodeagent
 
 import (
-	"context"
 	"sync"
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/clock"
 )
 
 // ProbeTimeout is the fixed bound of one health probe.
@@ -16,6 +16,8 @@ const ProbeTimeout = 5 * time.Second
 type ProbeCoordinator struct {
 	// Timeout bounds each probe; zero means ProbeTimeout. Tests shorten it.
 	Timeout time.Duration
+	// Clock runs the bound (nil: the wall clock); a Bridge sets its own.
+	Clock clock.Clock
 
 	// running holds the probe goroutines, which one that ignores its
 	// context outlives ProbeHealth; the bridge's Wait waits for them.
@@ -40,7 +42,7 @@ func (c *ProbeCoordinator) ProbeHealth(p execution.Provider, req execution.Probe
 	if timeout <= 0 {
 		timeout = ProbeTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := clock.Timeout(c.Clock, timeout)
 	defer cancel()
 
 	type result struct {

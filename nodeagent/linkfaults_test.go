@@ -84,11 +84,10 @@ func TestBlackHoledLinkDetected(t *testing.T) {
 			return &holeConn{Conn: c, frozen: frozen, closed: make(chan struct{})}, nil
 		})
 		first := <-edge.sessions
-		time.Sleep(time.Minute + 3*time.Second) // idle, kept alive by pings; then mid-interval
-		select {
+		select { // idle, kept alive by pings; then mid-interval
 		case <-first.close:
 			t.Fatal("the idle link died before the black hole")
-		default:
+		case <-time.After(time.Minute + 3*time.Second):
 		}
 		frozen.Store(true)
 		start := time.Now()
@@ -150,10 +149,10 @@ func TestEdgeRestartReconnect(t *testing.T) {
 				for range nodes {
 					oldGen = max(oldGen, (<-edge.sessions).gen)
 				}
-				time.Sleep(30 * time.Second)
+				<-time.After(30 * time.Second) // the fleet runs a while on grpc-go's timers
 				cur.Store(nil)
 				srv.Stop()
-				time.Sleep(d)
+				<-time.After(d) // the outage, on the nodes' reconnect backoff
 				srv = serve()
 				ready := time.Now()
 				var at []time.Duration

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/clock"
+	"github.com/iopgw/iop/internal/testing/clocktest"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -61,11 +63,11 @@ func availableProbe(status execution.HealthStatus) func(context.Context, executi
 
 // tokensThenStall emits n deltas (one per step) and then blocks until
 // cancelled, returning promptly (a confirmed fence).
-func tokensThenStall(n int, step time.Duration) func(context.Context, *execution.RunRequest, *execution.Emitter) error {
+func tokensThenStall(clk clock.Clock, n int, step time.Duration) func(context.Context, *execution.RunRequest, *execution.Emitter) error {
 	return func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 		emit.Emit(execution.RunEvent{Type: execution.EventTypeStart})
 		for range n {
-			time.Sleep(step)
+			pause(clk, step)
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "tok"})
 		}
 		<-ctx.Done()
@@ -73,7 +75,15 @@ func tokensThenStall(n int, step time.Duration) func(context.Context, *execution
 	}
 }
 
+// pause waits d on clk (nil: the wall clock): a fake provider's pacing,
+// on the clock its bridge runs on.
+func pause(clk clock.Clock, d time.Duration) {
+	ch, _ := clock.After(clock.Or(clk), d)
+	<-ch
+}
+
 type recorder struct {
+	clock  clock.Clock // stamps the messages (nil: the wall clock)
 	mu     sync.Mutex
 	events []*wire.RunEvent
 	frames []*wire.ProviderTunnelFrame
@@ -87,7 +97,7 @@ type recorder struct {
 func (r *recorder) send(m *wire.AttemptUp) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
+	now := clock.Or(r.clock).Now()
 	var evs []*wire.RunEvent
 	var fs []*wire.ProviderTunnelFrame
 	switch msg := m.Msg.(type) {
@@ -134,7 +144,9 @@ type bridgeEnv struct {
 	logBuf *bytes.Buffer
 }
 
-func newBridgeEnv(t testing.TB, p execution.Provider, grace time.Duration) *bridgeEnv {
+// newBridgeEnv is a bridge serving p, its timers on clk (nil: the wall
+// clock).
+func newBridgeEnv(t testing.TB, p execution.Provider, grace time.Duration, clk clock.Clock) *bridgeEnv {
 	t.Helper()
 	r := execution.NewRegistry()
 	if err := r.Register(execution.ProviderDescriptor{ProviderID: "p1", Adapter: "ollama", InstanceKey: testInstance, Target: "llama3.2", Models: []string{"llama3.2"}}, p); err != nil {
@@ -143,7 +155,7 @@ func newBridgeEnv(t testing.TB, p execution.Provider, grace time.Duration) *brid
 	reg := prometheus.NewRegistry()
 	buf := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: buf}, nil))
-	b := NewBridge(BridgeConfig{Registry: r, Observer: newLivenessObservability(reg, log), Log: log, CloseGrace: grace})
+	b := NewBridge(BridgeConfig{Registry: r, Observer: newLivenessObservability(reg, log), Log: log, CloseGrace: grace, Clock: clk})
 	return &bridgeEnv{bridge: b, reg: reg, logBuf: buf}
 }
 
@@ -176,11 +188,12 @@ func stallMeta(t *testing.T, ev *wire.RunEvent) map[string]string {
 // and probe, the terminal follows at that same instant.
 func TestWatchdogDefaultsExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(3, 10*time.Second)}, probe: availableProbe(execution.HealthAvailable)}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
-		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
+		clk := clocktest.New()
+		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(clk, 3, 10*time.Second)}, probe: availableProbe(execution.HealthAvailable)}
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
+		start := clk.Now()
+		clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, runReq(0), rec.send) })
 		lastProgress := start.Add(30 * time.Second)
 		if got := rec.at[len(rec.at)-1].Sub(lastProgress); got != 300*time.Second {
 			t.Fatalf("terminal %v after the last progress, want exactly 300s", got)
@@ -203,17 +216,18 @@ func TestWatchdogDefaultsExact(t *testing.T) {
 // at exactly 5 s and the terminal is health_unknown/unknown.
 func TestWatchdogProbeBoundedAtFiveSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		hang := make(chan struct{})
 		defer close(hang)
-		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(0, 0)},
+		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(clk, 0, 0)},
 			probe: func(context.Context, execution.ProbeRequest) (execution.ProbeResult, error) {
 				<-hang // ignores its context
 				return execution.ProbeResult{}, nil
 			}}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
-		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
+		start := clk.Now()
+		clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, runReq(0), rec.send) })
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 305*time.Second {
 			t.Fatalf("terminal at %v, want exactly 300s + 5s", got)
 		}
@@ -228,17 +242,18 @@ func TestWatchdogProbeBoundedAtFiveSeconds(t *testing.T) {
 // watchdog.
 func TestWatchdogDripNeverTrips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		p := &funcProvider{exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			for range 5 {
-				time.Sleep(299 * time.Second)
+				pause(clk, 299*time.Second)
 				emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "x"})
 			}
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
 			return nil
 		}}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
+		clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, runReq(0), rec.send) })
 		if rec.last().GetType() != "complete" || len(rec.events) != 6 {
 			t.Fatalf("events %v", rec.events)
 		}
@@ -249,17 +264,18 @@ func TestWatchdogDripNeverTrips(t *testing.T) {
 // — accepted, started, but nothing after — stalls 300 s after admission.
 func TestWatchdogStartIsNotProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		p := &funcProvider{exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
-			time.Sleep(100 * time.Second)
+			pause(clk, 100*time.Second)
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeStart})
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta}) // empty: not progress
 			<-ctx.Done()
 			return ctx.Err()
 		}}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
-		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
+		start := clk.Now()
+		clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, runReq(0), rec.send) })
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 300*time.Second {
 			t.Fatalf("terminal at %v, want 300s after admission", got)
 		}
@@ -275,16 +291,19 @@ func TestWatchdogStartIsNotProgress(t *testing.T) {
 // tunnel silent after it stalls 300 s later.
 func TestWatchdogTunnelHeadersThenSilence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		p := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
-			time.Sleep(7 * time.Second)
+			pause(clk, 7*time.Second)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200})
 			<-ctx.Done()
 			return ctx.Err()
 		}}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
-		start := time.Now()
-		env.bridge.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2"}, rec.send)
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
+		start := clk.Now()
+		clk.Drive(t, func() {
+			env.bridge.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2"}, rec.send)
+		})
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 307*time.Second {
 			t.Fatalf("terminal at %v, want 7s + 300s", got)
 		}
@@ -334,14 +353,15 @@ func TestWatchdogProbeOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fp := &funcProvider{exec: tokensThenStall(1, time.Second)}
+				clk := clocktest.New()
+				fp := &funcProvider{exec: tokensThenStall(clk, 1, time.Second)}
 				var p execution.Provider = fp
 				if tt.probe != nil {
 					p = &probingProvider{funcProvider: fp, probe: tt.probe}
 				}
-				env := newBridgeEnv(t, p, DefaultCloseGrace)
-				rec := &recorder{}
-				env.bridge.Run(context.Background(), nil, runReq(1000), rec.send)
+				env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+				rec := &recorder{clock: clk}
+				clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, runReq(1000), rec.send) })
 				md := stallMeta(t, rec.last())
 				if md["provider_health"] != tt.wantHealth || md["liveness_classification"] != tt.wantLiveCls {
 					t.Fatalf("pair %s/%s, want %s/%s", md["liveness_classification"], md["provider_health"], tt.wantLiveCls, tt.wantHealth)
@@ -356,12 +376,15 @@ func TestWatchdogProbeOutcomes(t *testing.T) {
 // output never reaches the edge.
 func TestWatchdogFenceUnconfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
 		var late atomic.Int32
+		returned := make(chan struct{})
 		p := &probingProvider{probe: availableProbe(execution.HealthAvailable), funcProvider: &funcProvider{
 			exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
+				defer close(returned)
 				emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "a"})
 				<-ctx.Done()
-				time.Sleep(time.Minute) // ignores the cancel
+				pause(clk, time.Minute) // ignores the cancel
 				for range 3 {
 					if emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "LATE"}) {
 						late.Add(1)
@@ -370,10 +393,10 @@ func TestWatchdogFenceUnconfirmed(t *testing.T) {
 				emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
 				return nil
 			}}}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
-		start := time.Now()
-		env.bridge.Run(context.Background(), nil, runReq(0), rec.send)
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
+		start := clk.Now()
+		clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, runReq(0), rec.send) })
 		// max(grace 2s, probe ~0) after the claim: 300s + 2s.
 		if got := rec.at[len(rec.at)-1].Sub(start); got != 302*time.Second {
 			t.Fatalf("terminal at %v, want 302s", got)
@@ -382,8 +405,7 @@ func TestWatchdogFenceUnconfirmed(t *testing.T) {
 		if md["attempt_fence"] != "unconfirmed" || rec.last().GetFailure().GetRetryable() {
 			t.Fatalf("fence %v retryable %v", md["attempt_fence"], rec.last().GetFailure().GetRetryable())
 		}
-		time.Sleep(2 * time.Minute) // let the provider emit its late output
-		synctest.Wait()
+		clk.Drive(t, func() { <-returned }) // the provider emits its late output and returns
 		if late.Load() != 0 || len(rec.events) != 2 || rec.terminals() != 1 {
 			t.Fatalf("late output reached the edge: %d late, events %v", late.Load(), rec.events)
 		}
@@ -398,11 +420,11 @@ func TestWatchdogFenceUnconfirmed(t *testing.T) {
 func TestWatchdogTerminalRace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &funcProvider{exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
-			time.Sleep(time.Millisecond) // exactly the stall timeout
+			pause(nil, time.Millisecond) // exactly the stall timeout: two timers of the bubble race
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
 			return nil
 		}}
-		env := newBridgeEnv(t, p, time.Millisecond)
+		env := newBridgeEnv(t, p, time.Millisecond, nil)
 		stalls, completes := 0, 0
 		for i := range 10000 {
 			rec := &recorder{}
@@ -425,12 +447,13 @@ func TestWatchdogTerminalRace(t *testing.T) {
 // documented fields; no prompt text or credential appears.
 func TestNodeLivenessObservability(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(2, time.Second)}, probe: availableProbe(execution.HealthUnavailable)}
-		env := newBridgeEnv(t, p, DefaultCloseGrace)
-		rec := &recorder{}
+		clk := clocktest.New()
+		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(clk, 2, time.Second)}, probe: availableProbe(execution.HealthUnavailable)}
+		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
+		rec := &recorder{clock: clk}
 		req := runReq(1500)
 		req.SessionId = "SENTINEL-SESSION"
-		env.bridge.Run(context.Background(), nil, req, rec.send)
+		clk.Drive(t, func() { env.bridge.Run(context.Background(), nil, req, rec.send) })
 
 		want := `
 # HELP iop_node_response_stalls_total Stalls claimed by the node watchdog; every claimed stall increments exactly one series.
@@ -478,7 +501,7 @@ func (panicObserver) ObserveStall(StallObservation) { panic("observer down") }
 func TestObserverFailureNeverSuppressesTerminal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := execution.NewRegistry()
-		_ = r.Register(execution.ProviderDescriptor{ProviderID: "p1", Adapter: "sim", Target: "llama3.2"}, &funcProvider{exec: tokensThenStall(0, 0)})
+		_ = r.Register(execution.ProviderDescriptor{ProviderID: "p1", Adapter: "sim", Target: "llama3.2"}, &funcProvider{exec: tokensThenStall(nil, 0, 0)})
 		b := NewBridge(BridgeConfig{Registry: r, Observer: panicObserver{}})
 		rec := &recorder{}
 		b.Run(context.Background(), nil, runReq(100), rec.send)

@@ -51,7 +51,8 @@ type BridgeConfig struct {
 	Log        *slog.Logger      // nil: discard
 	CloseGrace time.Duration     // zero: DefaultCloseGrace
 	Tracer     trace.Tracer      // nil: no spans
-	// Clock runs the watchdogs' timers (nil: the wall clock).
+	// Clock runs the bridge's timers — the watchdogs', the held items' age
+	// and the probes' bound (nil: the wall clock).
 	Clock clock.Clock
 }
 
@@ -64,6 +65,9 @@ func NewBridge(c BridgeConfig) *Bridge {
 	}
 	if b.probes == nil {
 		b.probes = &ProbeCoordinator{}
+	}
+	if b.probes.Clock == nil {
+		b.probes.Clock = b.clock
 	}
 	if b.tracer == nil {
 		b.tracer = noop.NewTracerProvider().Tracer("iop")
@@ -172,7 +176,7 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathNormalized)
 	defer span.End()
 	req.Header = tracing.Inject(ctx, req.Header)
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span, sendMsg: send}
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span, sendMsg: send, clock: b.clock}
 	out.co.whole = !m.GetStream() // the edge renders one JSON answer at the end
 	em := execution.NewEmitter(func(ev execution.RunEvent) {
 		ev.Failure = out.observe(execution.ClassifyRuntimeEvent(ev), ev.Failure)
@@ -224,7 +228,7 @@ func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunn
 // frames runs a frame-producing attempt (tunnel or ollama_api).
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
 	timeoutMS int64, send func(*wire.AttemptUp) error, exec func(context.Context, *execution.FrameEmitter) error) {
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send}
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send, clock: b.clock}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
 		out.frame(tunnelFrameToProto(f, id))
@@ -254,10 +258,11 @@ type outbound struct {
 	providerID string
 	span       trace.Span // the node's span of the attempt
 	sendMsg    func(*wire.AttemptUp) error
+	clock      clock.Clock // the bridge's: the held items' age
 
 	mu      sync.Mutex // the provider's read hook and the age timer run outside the emitter's lock
 	co      coalescer
-	aged    *time.Timer // sends what is held once its oldest item is maxHeldAge old; nil when nothing waits
+	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; nil when nothing waits
 	sendErr error
 }
 
@@ -266,7 +271,7 @@ func (o *outbound) event(m *wire.RunEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.co.events = append(o.co.events, m)
-	o.added(o.co.add(o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())))
+	o.added(o.co.add(o.clock.Now(), o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())))
 }
 
 // frame sends (or holds) one tunnel frame.
@@ -274,7 +279,7 @@ func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.co.frames = append(o.co.frames, m)
-	o.added(o.co.add(o.co.heldFrame(m), len(m.GetBody())))
+	o.added(o.co.add(o.clock.Now(), o.co.heldFrame(m), len(m.GetBody())))
 }
 
 // added sends what is held when it must go now; otherwise it makes sure
@@ -289,7 +294,7 @@ func (o *outbound) added(now bool) {
 		return
 	}
 	if o.aged == nil {
-		o.aged = time.AfterFunc(maxHeldAge-time.Since(o.co.oldest), o.ageOut)
+		o.aged = o.clock.AfterFunc(maxHeldAge-clock.Since(o.clock, o.co.oldest), o.ageOut)
 	}
 }
 

@@ -70,6 +70,23 @@ func (m *Manual) Advance(d time.Duration) {
 	}
 }
 
+// Next is how long until the earliest armed timer is due (zero when one
+// is due now), and false when none is armed.
+func (m *Manual) Next() (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var next *timer
+	for _, t := range m.timers {
+		if next == nil || t.at.Before(next.at) {
+			next = t
+		}
+	}
+	if next == nil {
+		return 0, false
+	}
+	return max(next.at.Sub(m.now), 0), true
+}
+
 // Pending is how many timers are armed.
 func (m *Manual) Pending() int {
 	m.mu.Lock()
