@@ -13,13 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/iopgw/iop/gateway"
 )
 
 func hashHex(s string) string { return gateway.HashToken(s) }
 
 // TestMain lets a test run this binary as `iop` (IOP_TEST_MAIN=1): the
-// reload tests signal a real process.
+// reload tests signal a real process. Otherwise the tests run and no
+// goroutine may outlive them (goleak).
 func TestMain(m *testing.M) {
 	if os.Getenv("IOP_TEST_MAIN") == "1" {
 		ctx, stop := signalContext()
@@ -30,7 +33,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // logTail follows a child's JSON log lines.
