@@ -3,11 +3,11 @@ package fleet
 import (
 	"fmt"
 
-	"github.com/fullstorydev/grpchan/inprocgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/iopgw/iop/internal/inproc"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -18,13 +18,16 @@ import (
 // drain, with the handlers called in process — no socket, no HTTP/2
 // framing, no marshalling. A message is handed over, not copied: the
 // sender never touches a message after sending it (every message on the
-// link is built for one send).
+// link is built for one send). The channel (internal/inproc) costs a
+// stream its handler's goroutine and nothing more: grpchan's inprocgrpc,
+// used before, also spent a goroutine per stream carrying the client's
+// cancellation to the handler, and copied every message.
 //
 // A node on the channel proves itself with its token as over the
 // network; it has no transport, so node_tls's client certificate check
 // does not apply to it.
 func (h *Hub) InProcess() grpc.ClientConnInterface {
-	ch := new(inprocgrpc.Channel).WithCloner(handover{}).WithServerStreamInterceptor(h.authenticateToken)
+	ch := inproc.New(handover{}.Copy, h.authenticateToken)
 	wire.RegisterNodeLinkServer(ch, h)
 	return ch
 }
@@ -32,9 +35,6 @@ func (h *Hub) InProcess() grpc.ClientConnInterface {
 // handover passes messages between the two ends of the in-process
 // channel by reference.
 type handover struct{}
-
-// Clone hands the message itself to the other end.
-func (handover) Clone(in any) (any, error) { return in, nil }
 
 // Copy makes the receiver's message out the sent message in: its fields
 // are set from in's, sharing their values (no deep copy). The link's four

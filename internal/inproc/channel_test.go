@@ -1,0 +1,233 @@
+package inproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// An echo service described by hand, as generated code describes one.
+type echoServer struct {
+	handle func(grpc.ServerStream) error
+}
+
+var echoDesc = grpc.ServiceDesc{
+	ServiceName: "test.Echo",
+	HandlerType: (*any)(nil),
+	Streams: []grpc.StreamDesc{{
+		StreamName: "Chat", ServerStreams: true, ClientStreams: true,
+		Handler: func(srv any, ss grpc.ServerStream) error { return srv.(*echoServer).handle(ss) },
+	}},
+}
+
+// byReference hands the message over: dst takes src's value.
+func byReference(dst, src any) error {
+	proto.Reset(dst.(proto.Message))
+	proto.Merge(dst.(proto.Message), src.(proto.Message))
+	return nil
+}
+
+func newEcho(t *testing.T, handle func(grpc.ServerStream) error, intercept grpc.StreamServerInterceptor) *Channel {
+	t.Helper()
+	ch := New(byReference, intercept)
+	ch.RegisterService(&echoDesc, &echoServer{handle: handle})
+	return ch
+}
+
+func open(t *testing.T, ctx context.Context, ch *Channel) *grpc.GenericClientStream[wrapperspb.StringValue, wrapperspb.StringValue] {
+	t.Helper()
+	cs, err := ch.NewStream(ctx, &echoDesc.Streams[0], "/test.Echo/Chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &grpc.GenericClientStream[wrapperspb.StringValue, wrapperspb.StringValue]{ClientStream: cs}
+}
+
+// echo answers every message until the client half-closes, then returns
+// nil: every message sent arrives, in order, and the client sees io.EOF
+// after the last answer.
+func echo(ss grpc.ServerStream) error {
+	for {
+		m := new(wrapperspb.StringValue)
+		if err := ss.RecvMsg(m); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := ss.SendMsg(wrapperspb.String("re: " + m.GetValue())); err != nil {
+			return err
+		}
+	}
+}
+
+func TestStreamCarriesMessagesInOrderThenEOF(t *testing.T) {
+	st := open(t, t.Context(), newEcho(t, echo, nil))
+	go func() {
+		for _, v := range []string{"a", "b", "c"} {
+			if err := st.Send(wrapperspb.String(v)); err != nil {
+				t.Error(err)
+			}
+		}
+		_ = st.CloseSend()
+	}()
+	for _, want := range []string{"re: a", "re: b", "re: c"} {
+		m, err := st.Recv()
+		if err != nil || m.GetValue() != want {
+			t.Fatalf("got %q %v, want %q", m.GetValue(), err, want)
+		}
+	}
+	if _, err := st.Recv(); err != io.EOF {
+		t.Fatalf("after the handler returned nil: %v, want io.EOF", err)
+	}
+	if st.Context().Err() == nil {
+		t.Fatal("the client's context is still live after the end")
+	}
+}
+
+// A handler's last messages reach the client before its status, however
+// the two race; an error without a status is codes.Unknown, as a network
+// server reports it; a send after the end is io.EOF.
+func TestHandlerStatusAfterItsMessages(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code codes.Code
+	}{
+		{status.Error(codes.ResourceExhausted, "full"), codes.ResourceExhausted},
+		{errors.New("plain"), codes.Unknown},
+		{context.Canceled, codes.Canceled},
+	} {
+		ch := newEcho(t, func(ss grpc.ServerStream) error {
+			_ = ss.SendMsg(wrapperspb.String("last"))
+			return tc.err
+		}, nil)
+		for range 50 {
+			st := open(t, t.Context(), ch)
+			m, err := st.Recv()
+			if err != nil || m.GetValue() != "last" {
+				t.Fatalf("%v: first recv %v %v", tc.err, m, err)
+			}
+			if _, err := st.Recv(); status.Code(err) != tc.code {
+				t.Fatalf("%v: status %v, want %v", tc.err, err, tc.code)
+			}
+			if err := st.Send(wrapperspb.String("late")); err != io.EOF {
+				t.Fatalf("send after the end: %v, want io.EOF", err)
+			}
+		}
+	}
+}
+
+// Cancelling the client's context ends the handler's context and fails
+// both ends with codes.Canceled; the handler's goroutine ends.
+func TestClientCancelEndsTheHandler(t *testing.T) {
+	ended := make(chan error, 1)
+	ch := newEcho(t, func(ss grpc.ServerStream) error {
+		<-ss.Context().Done()
+		err := ss.SendMsg(wrapperspb.String("x"))
+		ended <- err
+		return err
+	}, nil)
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(t.Context())
+	st := open(t, ctx, ch)
+	if n := runtime.NumGoroutine(); n != before+1 {
+		t.Fatalf("a stream costs %d goroutines, want 1 (the handler's)", n-before)
+	}
+	cancel()
+	select {
+	case err := <-ended:
+		if status.Code(err) != codes.Canceled {
+			t.Fatalf("handler's send after cancel: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end with the client's")
+	}
+	if _, err := st.Recv(); status.Code(err) != codes.Canceled {
+		t.Fatalf("client recv after cancel: %v", err)
+	}
+}
+
+// The handler sees the client's outgoing metadata as incoming, a peer,
+// the client's deadline and none of its values; the interceptor runs
+// around it and can refuse the stream.
+func TestHandlerContextAndInterceptor(t *testing.T) {
+	type key struct{}
+	deadline := time.Now().Add(time.Hour)
+	got := make(chan context.Context, 1)
+	intercept := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		md, _ := metadata.FromIncomingContext(ss.Context())
+		if info.FullMethod != "/test.Echo/Chat" || !info.IsClientStream || !info.IsServerStream {
+			return status.Errorf(codes.Internal, "info %+v", info)
+		}
+		if v := md.Get("authorization"); len(v) != 1 || v[0] != "Bearer ok" {
+			return status.Error(codes.Unauthenticated, "no")
+		}
+		return h(srv, ss)
+	}
+	ch := newEcho(t, func(ss grpc.ServerStream) error { got <- ss.Context(); return nil }, intercept)
+	ctx, cancel := context.WithDeadline(context.WithValue(t.Context(), key{}, "secret"), deadline)
+	defer cancel()
+	if _, err := open(t, metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer bad"), ch).Recv(); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("refused by the interceptor: %v", err)
+	}
+	st := open(t, metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer ok"), ch)
+	if _, err := st.Recv(); err != io.EOF {
+		t.Fatal(err)
+	}
+	sctx := <-got
+	if d, ok := sctx.Deadline(); !ok || !d.Equal(deadline) {
+		t.Fatalf("deadline %v %v", d, ok)
+	}
+	if sctx.Value(key{}) != nil {
+		t.Fatal("the client's context values reached the handler")
+	}
+	if p, ok := peer.FromContext(sctx); !ok || p.Addr.String() != "inproc" {
+		t.Fatalf("peer %v", p)
+	}
+	if m, ok := grpc.Method(sctx); !ok || m != "/test.Echo/Chat" {
+		t.Fatalf("method %q", m)
+	}
+}
+
+func TestUnknownMethodAndUnaryAreUnimplemented(t *testing.T) {
+	ch := newEcho(t, echo, nil)
+	if _, err := ch.NewStream(t.Context(), &grpc.StreamDesc{}, "/test.Echo/Nope"); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("unknown method: %v", err)
+	}
+	if err := ch.Invoke(t.Context(), "/test.Echo/Chat", nil, nil); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("unary: %v", err)
+	}
+}
+
+// The client's header arrives with the first message.
+func TestHeaderWithTheFirstMessage(t *testing.T) {
+	ch := newEcho(t, func(ss grpc.ServerStream) error {
+		_ = grpc.SetHeader(ss.Context(), metadata.Pairs("k", "v"))
+		_ = ss.SendMsg(wrapperspb.String("x"))
+		ss.SetTrailer(metadata.Pairs("t", "u"))
+		return nil
+	}, nil)
+	st := open(t, t.Context(), ch)
+	h, err := st.Header()
+	if err != nil || len(h.Get("k")) != 1 {
+		t.Fatalf("header %v %v", h, err)
+	}
+	for {
+		if _, err := st.Recv(); err != nil {
+			break
+		}
+	}
+	if tr := st.Trailer(); len(tr.Get("t")) != 1 {
+		t.Fatalf("trailer %v", tr)
+	}
+}

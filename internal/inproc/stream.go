@@ -1,0 +1,209 @@
+package inproc
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// stream is one call: the client's end (clientStream) and the handler's
+// (serverStream) are views of it.
+type stream struct {
+	method string
+	copy   CopyFunc
+
+	cctx    context.Context // the client's, ended when the client sees the end
+	ccancel context.CancelFunc
+	sctx    context.Context // the handler's
+	scancel context.CancelFunc
+	stop    func() bool // unregisters the client's cancellation from the handler's context
+
+	up     chan any      // client → handler, one message in flight
+	down   chan any      // handler → client, one message in flight
+	closed chan struct{} // the client half-closed
+	done   chan struct{} // the handler returned; err is set
+	err    error
+
+	closeOnce sync.Once
+	mu        sync.Mutex // guards header, trailer, headerSent
+	header    metadata.MD
+	trailer   metadata.MD
+	sentHead  chan struct{} // closed when the header is sent (first message, SendHeader or the end)
+	headOnce  sync.Once
+}
+
+func newStream(ctx context.Context, copy CopyFunc, method string) *stream {
+	s := &stream{method: method, copy: copy,
+		up: make(chan any, 1), down: make(chan any, 1), closed: make(chan struct{}), done: make(chan struct{}),
+		sentHead: make(chan struct{})}
+	s.cctx, s.ccancel = context.WithCancel(ctx)
+	s.sctx, s.scancel = serverContext(ctx, (*transportStream)(s))
+	s.stop = context.AfterFunc(s.cctx, s.scancel)
+	return s
+}
+
+// serve runs the handler (through the interceptor) and ends the stream
+// with its status.
+func (s *stream) serve(m method, intercept grpc.StreamServerInterceptor) {
+	ss := (*serverStream)(s)
+	var err error
+	if intercept != nil {
+		err = intercept(m.impl, ss, m.info, m.handler)
+	} else {
+		err = m.handler(m.impl, ss)
+	}
+	s.err = statusOf(err)
+	s.sendHead()
+	close(s.done)
+	s.stop()
+	s.scancel()
+}
+
+func (s *stream) sendHead() { s.headOnce.Do(func() { close(s.sentHead) }) }
+
+// ctxErr is the status for an ended context.
+func ctxErr(ctx context.Context) error { return status.FromContextError(ctx.Err()).Err() }
+
+// clientStream is the caller's end.
+type clientStream stream
+
+func (c *clientStream) Context() context.Context { return c.cctx }
+
+// Header waits for the handler's header (sent with its first message,
+// by SendHeader, or at its end).
+func (c *clientStream) Header() (metadata.MD, error) {
+	select {
+	case <-c.sentHead:
+	case <-c.cctx.Done():
+		return nil, ctxErr(c.cctx)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.header.Copy(), nil
+}
+
+// Trailer is the handler's trailer, once the stream has ended.
+func (c *clientStream) Trailer() metadata.MD {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trailer.Copy()
+}
+
+func (c *clientStream) CloseSend() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *clientStream) SendMsg(m any) error {
+	select {
+	case <-c.done:
+		return io.EOF
+	default:
+	}
+	if c.cctx.Err() != nil {
+		return ctxErr(c.cctx)
+	}
+	select {
+	case c.up <- m:
+		return nil
+	case <-c.done:
+		return io.EOF
+	case <-c.cctx.Done():
+		return ctxErr(c.cctx)
+	}
+}
+
+func (c *clientStream) RecvMsg(m any) error {
+	select {
+	case v := <-c.down:
+		return c.copy(m, v)
+	case <-c.done:
+		// What the handler sent before it returned comes first.
+		select {
+		case v := <-c.down:
+			return c.copy(m, v)
+		default:
+		}
+		c.ccancel()
+		if c.err == nil {
+			return io.EOF
+		}
+		return c.err
+	case <-c.cctx.Done():
+		return ctxErr(c.cctx)
+	}
+}
+
+// serverStream is the handler's end.
+type serverStream stream
+
+func (s *serverStream) Context() context.Context { return s.sctx }
+
+func (s *serverStream) SetHeader(md metadata.MD) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.header = metadata.Join(s.header, md)
+	return nil
+}
+
+func (s *serverStream) SendHeader(md metadata.MD) error {
+	if err := s.SetHeader(md); err != nil {
+		return err
+	}
+	(*stream)(s).sendHead()
+	return nil
+}
+
+func (s *serverStream) SetTrailer(md metadata.MD) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trailer = metadata.Join(s.trailer, md)
+}
+
+func (s *serverStream) SendMsg(m any) error {
+	if s.sctx.Err() != nil {
+		return ctxErr(s.sctx)
+	}
+	(*stream)(s).sendHead()
+	select {
+	case s.down <- m:
+		return nil
+	case <-s.sctx.Done():
+		return ctxErr(s.sctx)
+	}
+}
+
+func (s *serverStream) RecvMsg(m any) error {
+	select {
+	case v := <-s.up:
+		return s.copy(m, v)
+	case <-s.closed:
+		select {
+		case v := <-s.up:
+			return s.copy(m, v)
+		default:
+		}
+		return io.EOF
+	case <-s.sctx.Done():
+		return ctxErr(s.sctx)
+	}
+}
+
+// transportStream lets a handler use grpc.SetHeader, SendHeader and
+// SetTrailer on its context.
+type transportStream stream
+
+func (t *transportStream) Method() string { return t.method }
+
+func (t *transportStream) SetHeader(md metadata.MD) error { return (*serverStream)(t).SetHeader(md) }
+
+func (t *transportStream) SendHeader(md metadata.MD) error { return (*serverStream)(t).SendHeader(md) }
+
+func (t *transportStream) SetTrailer(md metadata.MD) error {
+	(*serverStream)(t).SetTrailer(md)
+	return nil
+}
