@@ -14,21 +14,29 @@ import (
 // produce a single CommandResult (sendResult); ollama_api streams frames
 // (sendFrame) under the same watchdog as a tunnel.
 func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command, send func(*wire.AttemptUp) error) {
-	sendResult := func(r *wire.CommandResult) error {
-		return send(&wire.AttemptUp{Msg: &wire.AttemptUp_CommandResult{CommandResult: r}})
+	b.startCommand(ctx, sess, m, send, nil).wait(ctx)
+}
+
+// startCommand answers a command with one result, or starts an
+// ollama_api attempt and returns at once; ended (if not nil) is called
+// right after the result or the terminal was sent.
+func (b *Bridge) startCommand(ctx context.Context, sess *Session, m *wire.Command, send func(*wire.AttemptUp) error, ended func()) started {
+	result := func(r *wire.CommandResult) *wire.AttemptUp {
+		return &wire.AttemptUp{Msg: &wire.AttemptUp_CommandResult{CommandResult: r}}
 	}
 	cmd := wire.CommandFromProto(m)
 	if err := execution.CheckProviderCommand(string(cmd.Command)); err != nil {
-		_ = sendResult(commandError(cmd, err))
-		return
+		return refused(send, ended, result(commandError(cmd, err)))
 	}
 	switch cmd.Command {
 	case execution.CommandCapabilities:
-		_ = sendResult(b.capabilities(sess, cmd))
+		return refused(send, ended, result(b.capabilities(sess, cmd)))
 	case execution.CommandTransportStatus:
-		_ = sendResult(b.transportStatus(sess))
+		return refused(send, ended, result(b.transportStatus(sess)))
 	case execution.CommandOllamaAPI:
-		b.ollamaAPI(ctx, sess, cmd, send)
+		return b.ollamaAPI(ctx, sess, cmd, send, ended)
+	default:
+		return refused(send, ended, result(commandError(cmd, execution.NewFailure(execution.FailureCodeUnsupported, "command not served"))))
 	}
 }
 
@@ -77,22 +85,19 @@ func (b *Bridge) transportStatus(sess *Session) *wire.CommandResult {
 
 // ollamaAPI passes an allowlisted native Ollama request through to the
 // provider and streams its answer as tunnel frames.
-func (b *Bridge) ollamaAPI(ctx context.Context, sess *Session, cmd *execution.CommandRequest, send func(*wire.AttemptUp) error) {
+func (b *Bridge) ollamaAPI(ctx context.Context, sess *Session, cmd *execution.CommandRequest, send func(*wire.AttemptUp) error, ended func()) started {
 	p, desc, err := b.registry.Lookup(cmd.ProviderID)
 	if err != nil {
-		_ = send(frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
-		return
+		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
 	}
 	if _, ok := p.(execution.CommandHandler); !ok {
-		_ = send(frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not serve the Ollama API")), attemptIdentity{})))
-		return
+		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not serve the Ollama API")), attemptIdentity{})))
 	}
 	if err := execution.ValidateRunID(cmd.RunID); err != nil {
-		_ = send(frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())), attemptIdentity{})))
-		return
+		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())), attemptIdentity{})))
 	}
 	id := attemptIdentity{RunID: cmd.RunID, AttemptID: cmd.AttemptID, Adapter: desc.Adapter, Target: cmdTarget(cmd, desc)}
-	b.frames(ctx, sess, id, desc, p, desc.EffectiveResponseStallTimeoutMS(), send, func(ctx context.Context, em *execution.FrameEmitter) error {
+	return b.frames(ctx, sess, id, desc, p, desc.EffectiveResponseStallTimeoutMS(), send, ended, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return execution.RunProviderCommand(ctx, b.registry, cmd, em)
 	})
 }

@@ -115,7 +115,7 @@ func FuzzAttemptDown(f *testing.F) {
 		rec := &upRecorder{}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		a.run(ctx, nil, rec, down)
+		a.start(ctx, nil, rec, down, nil).wait(ctx)
 		if n, after := rec.endings(); n != 1 || after {
 			t.Fatalf("%d endings (messages after one: %v) for %v: %v", n, after, down, rec.ups)
 		}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -270,44 +272,43 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 	return st, down, nil
 }
 
-// serve runs down on its stream: the edge ending the stream (or the
-// connection dying) cancels the work.
+// serve runs down on its stream. The attempt's goroutine starts the
+// work and then reads the stream until the edge ends it — the edge
+// ending the stream (or the connection dying) cancels the work — so an
+// attempt costs the node this goroutine and its provider's, no watcher
+// beside them. Once the terminal is sent the node half-closes and gives
+// the edge attemptDrainTimeout to end the stream before ending it here.
 func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown) {
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			if _, err := st.Recv(); err != nil {
-				cancel()
-				return
-			}
+	var drain atomic.Pointer[clock.Timer]
+	ended := func() {
+		_ = st.CloseSend()
+		t := a.bridge.clock.AfterFunc(attemptDrainTimeout, cancel)
+		drain.Store(&t)
+	}
+	work := a.start(ctx, sess, st, down, ended)
+	for {
+		if _, err := st.Recv(); err != nil {
+			break
 		}
-	}()
-	a.run(ctx, sess, st, down)
-	_ = st.CloseSend()
-	t := time.NewTimer(attemptDrainTimeout)
-	defer t.Stop()
-	select {
-	case <-ended:
-	case <-t.C:
-		// The edge did not end the stream: end it here, which ends the
-		// watcher's Recv too.
-		cancel()
-		<-ended
+	}
+	cancel()
+	work.end()
+	if t := drain.Load(); t != nil {
+		(*t).Stop()
 	}
 }
 
-// run dispatches one unit of work to the bridge.
-func (a *Agent) run(ctx context.Context, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown) {
+// start starts one unit of work on the bridge.
+func (a *Agent) start(ctx context.Context, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown, ended func()) started {
 	switch w := down.Msg.(type) {
 	case *wire.AttemptDown_Run:
-		a.bridge.Run(ctx, sess, w.Run, st.Send)
+		return a.bridge.startRun(ctx, sess, w.Run, st.Send, ended)
 	case *wire.AttemptDown_Tunnel:
-		a.bridge.Tunnel(ctx, sess, w.Tunnel, st.Send)
+		return a.bridge.startTunnel(ctx, sess, w.Tunnel, st.Send, ended)
 	case *wire.AttemptDown_Command:
-		a.bridge.Command(ctx, sess, w.Command, st.Send)
+		return a.bridge.startCommand(ctx, sess, w.Command, st.Send, ended)
 	default:
-		_ = st.Send(eventMsg(runEventToProto(errorEvent(execution.NewFailure(execution.FailureCodeInvalidRequest, "empty attempt")), attemptIdentity{})))
+		return refused(st.Send, ended, eventMsg(runEventToProto(errorEvent(execution.NewFailure(execution.FailureCodeInvalidRequest, "empty attempt")), attemptIdentity{})))
 	}
 }
 

@@ -162,21 +162,24 @@ func (b *Bridge) Wait(ctx context.Context) error {
 // with send until exactly one terminal. sess is the transport session the
 // request came on; nil marks an unbound path (no health_observation_seq).
 func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, send func(*wire.AttemptUp) error) {
+	b.startRun(ctx, sess, m, send, nil).wait(ctx)
+}
+
+// startRun starts Run's attempt and returns at once; ended (if not nil)
+// is called right after its terminal was sent.
+func (b *Bridge) startRun(ctx context.Context, sess *Session, m *wire.RunRequest, send func(*wire.AttemptUp) error, ended func()) started {
 	req, err := runRequestFromProto(m)
 	if err != nil {
-		_ = send(eventMsg(runEventToProto(errorEvent(err), attemptIdentity{})))
-		return
+		return refused(send, ended, eventMsg(runEventToProto(errorEvent(err), attemptIdentity{})))
 	}
 	p, desc, err := b.registry.Lookup(req.ProviderID)
 	if err != nil {
-		_ = send(eventMsg(runEventToProto(errorEvent(err), attemptIdentity{})))
-		return
+		return refused(send, ended, eventMsg(runEventToProto(errorEvent(err), attemptIdentity{})))
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathNormalized)
-	defer span.End()
 	req.Header = tracing.Inject(ctx, req.Header)
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span, sendMsg: send, clock: b.clock}
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span, sendMsg: send, clock: b.clock, ended: ended}
 	out.co.whole = !m.GetStream() // the edge renders one JSON answer at the end
 	em := execution.NewEmitter(func(ev execution.RunEvent) {
 		ev.Failure = out.observe(execution.ClassifyRuntimeEvent(ev), ev.Failure)
@@ -195,40 +198,42 @@ func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, sen
 		cancelled: execution.RunEvent{Type: execution.EventTypeCancelled, Error: "cancelled"},
 	}
 	out.w = newWatchdog(spec.timeout, b.closeGrace, b.clock)
-	runAttempt(ctx, b, spec, out.w)
+	return startAttempt(ctx, b, spec, out.w).then(func() { span.End() })
 }
 
 // Tunnel executes a ProviderTunnelRequest from the wire and sends its
 // frames with send until exactly one terminal.
 func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunnelRequest, send func(*wire.AttemptUp) error) {
+	b.startTunnel(ctx, sess, m, send, nil).wait(ctx)
+}
+
+// startTunnel starts Tunnel's attempt and returns at once; ended (if not
+// nil) is called right after its terminal was sent.
+func (b *Bridge) startTunnel(ctx context.Context, sess *Session, m *wire.ProviderTunnelRequest, send func(*wire.AttemptUp) error, ended func()) started {
 	req, err := tunnelRequestFromProto(m)
 	if err != nil {
-		_ = send(frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
-		return
+		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
 	}
 	p, desc, err := b.registry.Lookup(req.ProviderID)
 	if err != nil {
-		_ = send(frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
-		return
+		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(err), attemptIdentity{})))
 	}
 	t, ok := p.(execution.Tunneler)
 	if !ok {
-		_ = send(frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not tunnel")), attemptIdentity{})))
-		return
+		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeUnsupported, "provider does not tunnel")), attemptIdentity{})))
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathProviderTunnel)
-	defer span.End()
 	req.Header = tracing.Inject(ctx, req.Header)
-	b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, func(ctx context.Context, em *execution.FrameEmitter) error {
+	return b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, ended, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return t.Tunnel(ctx, req, em)
-	})
+	}).then(func() { span.End() })
 }
 
-// frames runs a frame-producing attempt (tunnel or ollama_api).
+// frames starts a frame-producing attempt (tunnel or ollama_api).
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
-	timeoutMS int64, send func(*wire.AttemptUp) error, exec func(context.Context, *execution.FrameEmitter) error) {
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send, clock: b.clock}
+	timeoutMS int64, send func(*wire.AttemptUp) error, ended func(), exec func(context.Context, *execution.FrameEmitter) error) started {
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send, clock: b.clock, ended: ended}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
 		out.frame(tunnelFrameToProto(f, id))
@@ -244,7 +249,7 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 		cancelled: execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "cancelled"},
 	}
 	out.w = newWatchdog(spec.timeout, b.closeGrace, b.clock)
-	runAttempt(ctx, b, spec, out.w)
+	return startAttempt(ctx, b, spec, out.w)
 }
 
 // outbound is what an attempt's emitter does with each item, for both
@@ -259,6 +264,7 @@ type outbound struct {
 	span       trace.Span // the node's span of the attempt
 	sendMsg    func(*wire.AttemptUp) error
 	clock      clock.Clock // the bridge's: the held items' age
+	ended      func()      // called once the terminal was sent (nil: nothing to call)
 
 	mu      sync.Mutex // the provider's read hook and the age timer run outside the emitter's lock
 	co      coalescer
@@ -272,6 +278,7 @@ func (o *outbound) event(m *wire.RunEvent) {
 	defer o.mu.Unlock()
 	o.co.events = append(o.co.events, m)
 	o.added(o.co.add(o.clock.Now(), o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())))
+	o.terminal(execution.EventType(m.GetType()).IsTerminal())
 }
 
 // frame sends (or holds) one tunnel frame.
@@ -280,6 +287,15 @@ func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
 	defer o.mu.Unlock()
 	o.co.frames = append(o.co.frames, m)
 	o.added(o.co.add(o.clock.Now(), o.co.heldFrame(m), len(m.GetBody())))
+	o.terminal(execution.FrameType(m.GetType()).IsTerminal())
+}
+
+// terminal calls ended after the terminal item went out (under o.mu:
+// nothing is sent after it).
+func (o *outbound) terminal(is bool) {
+	if is && o.ended != nil {
+		o.ended()
+	}
 }
 
 // added sends what is held when it must go now; otherwise it makes sure
@@ -389,13 +405,50 @@ func execSafely(ctx context.Context, exec func(context.Context) error, log *slog
 	return exec(ctx)
 }
 
-// runAttempt admits the attempt, runs the provider and its watchdog, and
-// returns once exactly one terminal was delivered.
-func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watchdog) {
+// started is an attempt under way: done is closed once its terminal was
+// delivered, and end (called once, by its owner) finishes it — a
+// cancelled terminal if none was delivered yet (the edge went away), the
+// watchdog halted, the provider's context cancelled, the admission
+// released.
+type started struct {
+	done <-chan struct{}
+	end  func()
+}
+
+// refused sends a terminal for work that never started.
+func refused(send func(*wire.AttemptUp) error, ended func(), m *wire.AttemptUp) started {
+	_ = send(m)
+	if ended != nil {
+		ended()
+	}
+	done := make(chan struct{})
+	close(done)
+	return started{done: done, end: func() {}}
+}
+
+// wait waits for the terminal, or for ctx to end (the edge went away),
+// and ends the attempt.
+func (s started) wait(ctx context.Context) {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
+	s.end()
+}
+
+// then runs f after s's end.
+func (s started) then(f func()) started {
+	end := s.end
+	s.end = func() { end(); f() }
+	return s
+}
+
+// startAttempt admits the attempt and starts the provider (on a
+// goroutine of its own, which may outlive an unconfirmed fence) and its
+// watchdog.
+func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watchdog) started {
 	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	release := b.admit(&attemptState{id: s.id, provider: s.desc.ProviderID, cancel: cancel})
-	defer release()
 
 	released := make(chan struct{})
 	b.providers.Go(func() {
@@ -429,17 +482,17 @@ func runAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watc
 		hooks.seq = s.sess.NextObservationSeq
 	}
 	w.start(hooks)
-
-	select {
-	case <-s.sink.Done():
-	case <-ctx.Done():
-		// The edge went away: fence the attempt and end it here.
+	return started{done: s.sink.Done(), end: func() {
+		// Without a terminal yet the edge went away: fence the attempt and
+		// end it here.
 		if s.sink.Claim() {
 			s.sink.Finish(s.cancelled)
 		}
-	}
-	w.halt()
-	<-w.done.Done()
+		w.halt()
+		<-w.done.Done()
+		cancel()
+		release()
+	}}
 }
 
 func runTerminal(err error) execution.RunEvent {
