@@ -33,36 +33,38 @@ const bytesPerToken = 4
 // imageTokens for an inline data: URL (an image or audio clip, whose
 // base64 is not text). A body that is not JSON counts a token per
 // bytesPerToken of it.
-func EstimatePromptTokens(body []byte) int64 {
-	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
-	if err != nil {
-		return (int64(len(body)) + bytesPerToken - 1) / bytesPerToken
-	}
-	var text, objects, media int64
-	var walk func(key string, v *fastjson.Value)
-	walk = func(key string, v *fastjson.Value) {
-		switch v.Type() {
-		case fastjson.TypeString:
-			b := v.GetStringBytes()
-			switch {
-			case key == "model":
-			case bytes.HasPrefix(b, []byte("data:")):
-				media++
-			default:
-				text += int64(len(b))
-			}
-		case fastjson.TypeObject:
-			objects++
-			v.GetObject().Visit(func(k []byte, c *fastjson.Value) { walk(string(k), c) })
-		case fastjson.TypeArray:
-			for _, c := range v.GetArray() {
-				walk(key, c)
+func EstimatePromptTokens(body []byte) (n int64) {
+	eventstream.ParseWhole(body, func(v *fastjson.Value, err error) {
+		if err != nil {
+			n = (int64(len(body)) + bytesPerToken - 1) / bytesPerToken
+			return
+		}
+		var text, objects, media int64
+		var walk func(key []byte, v *fastjson.Value)
+		walk = func(key []byte, v *fastjson.Value) {
+			switch v.Type() {
+			case fastjson.TypeString:
+				b := v.GetStringBytes()
+				switch {
+				case string(key) == "model":
+				case bytes.HasPrefix(b, []byte("data:")):
+					media++
+				default:
+					text += int64(len(b))
+				}
+			case fastjson.TypeObject:
+				objects++
+				v.GetObject().Visit(walk)
+			case fastjson.TypeArray:
+				for _, c := range v.GetArray() {
+					walk(key, c)
+				}
 			}
 		}
-	}
-	walk("", v)
-	return (text+bytesPerToken-1)/bytesPerToken + perObjectTokens*objects + imageTokens*media
+		walk(nil, v)
+		n = (text+bytesPerToken-1)/bytesPerToken + perObjectTokens*objects + imageTokens*media
+	})
+	return n
 }
 
 // The prompt estimate's framing and media rates: OpenAI's chat format

@@ -82,9 +82,9 @@ type Observer struct {
 	// of its usage when it reports none).
 	Output Output
 
-	open map[int]bool    // chat: choice indexes without a finish_reason yet
-	msgs msgsUsage       // anthropic: usage of message_start, updated by message_delta
-	p    fastjson.Parser // reused for every event's JSON
+	open map[int]bool     // chat: choice indexes without a finish_reason yet
+	msgs msgsUsage        // anthropic: usage of message_start, updated by message_delta
+	p    *fastjson.Parser // an event's, from eventParsers while it is observed
 }
 
 // NewObserver returns an observer of a stream in format f.
@@ -111,12 +111,18 @@ func (o *Observer) NextSeq() int64 {
 	return o.Seq + 1
 }
 
+// eventParsers parse events: a held stream keeps no parser between its
+// events.
+var eventParsers fastjson.ParserPool
+
 func (o *Observer) event(ev Event) {
 	o.Events++
 	if ev.Oversize {
 		o.Malformed++
 		return
 	}
+	o.p = eventParsers.Get()
+	defer o.release()
 	switch o.dialect {
 	case DialectResponses:
 		o.responses(ev)
@@ -131,6 +137,11 @@ func (o *Observer) event(ev Event) {
 	}
 }
 
+func (o *Observer) release() {
+	eventParsers.Put(o.p)
+	o.p = nil
+}
+
 func (o *Observer) setErr(ue *execution.UpstreamError) {
 	if o.Err == nil {
 		o.Err = ue
@@ -138,7 +149,7 @@ func (o *Observer) setErr(ue *execution.UpstreamError) {
 	}
 }
 
-// object parses data into the observer's reused parser: nil when data
+// object parses data with the event's parser: nil when data
 // is not a JSON object (or null, an empty one), counted as malformed.
 // The value is valid until the next call.
 func (o *Observer) object(data []byte) (*fastjson.Value, bool) {

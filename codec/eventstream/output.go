@@ -96,23 +96,22 @@ func responsesBodyOutput(v *fastjson.Value) int {
 // BodyOutput is the generated output of a whole (non-streaming) JSON
 // answer: Chat or Completions choices, a Responses object's output, or an
 // Ollama answer. Zero for anything else (an embedding has none).
-func BodyOutput(body []byte) Output {
-	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return Output{}
-	}
-	var o Output
-	switch {
-	case v.Get("choices") != nil:
-		o.event(chatOutput(v, true))
-	case v.Get("output") != nil:
-		o.event(responsesBodyOutput(v))
-	case string(v.GetStringBytes("type")) == "message":
-		o.event(messagesBodyOutput(v))
-	default:
-		o.event(ollamaOutput(v))
-	}
+func BodyOutput(body []byte) (o Output) {
+	ParseWhole(body, func(v *fastjson.Value, err error) {
+		if err != nil || v.Type() != fastjson.TypeObject {
+			return
+		}
+		switch {
+		case v.Get("choices") != nil:
+			o.event(chatOutput(v, true))
+		case v.Get("output") != nil:
+			o.event(responsesBodyOutput(v))
+		case string(v.GetStringBytes("type")) == "message":
+			o.event(messagesBodyOutput(v))
+		default:
+			o.event(ollamaOutput(v))
+		}
+	})
 	o.Events = 0 // a whole answer says nothing about how many tokens it took
 	return o
 }

@@ -52,22 +52,33 @@ func (u *Usage) TokenUsage() *execution.TokenUsage {
 // BodyUsage reads the usage of a whole (non-streaming) JSON answer:
 // OpenAI's "usage" (Chat, Completions, Embeddings, Responses) or Ollama's
 // eval counts. Nil when the body reports none.
-func BodyUsage(body []byte) *execution.TokenUsage {
-	var p *fastjson.Parser
-	if len(body) <= maxPooledBody {
-		p = bodyParsers.Get()
-		defer bodyParsers.Put(p)
-	} else {
-		p = new(fastjson.Parser) // a pooled parser would keep the large body alive
+func BodyUsage(body []byte) (u *execution.TokenUsage) {
+	ParseWhole(body, func(v *fastjson.Value, err error) {
+		if err != nil || v.Type() != fastjson.TypeObject {
+			return
+		}
+		if w := v.Get("usage"); present(w) {
+			u = usageOf(w)
+			return
+		}
+		u = ollamaUsage(int64Field(v, "prompt_eval_count"), int64Field(v, "eval_count"))
+	})
+	return u
+}
+
+// ParseWhole parses a whole JSON body and hands the result to f, which
+// must not keep v or anything read from it without copying: the parser
+// is pooled (a body over maxPooledBody gets a parser of its own, which a
+// pool would keep alive with the body's size).
+func ParseWhole(body []byte, f func(v *fastjson.Value, err error)) {
+	if len(body) > maxPooledBody {
+		var p fastjson.Parser
+		f(p.ParseBytes(body))
+		return
 	}
-	v, err := p.ParseBytes(body)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return nil
-	}
-	if u := v.Get("usage"); present(u) {
-		return usageOf(u)
-	}
-	return ollamaUsage(int64Field(v, "prompt_eval_count"), int64Field(v, "eval_count"))
+	p := bodyParsers.Get()
+	defer bodyParsers.Put(p)
+	f(p.ParseBytes(body))
 }
 
 // bodyParsers parse whole bodies up to maxPooledBody.
