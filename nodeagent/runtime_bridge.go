@@ -34,6 +34,7 @@ type Bridge struct {
 	log        *slog.Logger
 	closeGrace time.Duration
 	tracer     trace.Tracer
+	traced     bool // the tracer records spans: an attempt reads the request's trace context
 	clock      clock.Clock
 
 	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
@@ -71,6 +72,10 @@ func NewBridge(c BridgeConfig) *Bridge {
 	}
 	if b.tracer == nil {
 		b.tracer = noop.NewTracerProvider().Tracer("iop")
+	}
+	b.traced = c.Tracer != nil
+	if t, ok := c.Tracer.(interface{ Enabled() bool }); ok {
+		b.traced = t.Enabled()
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -551,6 +556,9 @@ func logUpstreamFailure(log *slog.Logger, providerID string, err error) {
 // attempt span when the request carries its trace context.
 func (b *Bridge) startSpan(ctx context.Context, h map[string][]string, desc execution.ProviderDescriptor, model string,
 	path execution.ExecutionPath) (context.Context, trace.Span) {
+	if !b.traced {
+		return ctx, trace.SpanFromContext(ctx) // no span: the request's trace context is not even read
+	}
 	return b.tracer.Start(tracing.Extract(ctx, h), "iop node attempt", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("iop.provider", desc.ProviderID), attribute.String("iop.adapter", desc.Adapter),
 			attribute.String("iop.model", model), attribute.String("iop.path", string(path))))

@@ -285,11 +285,8 @@ func (h *Hub) nodeForToken(token string) (string, bool) {
 	sum := ids.Hash(token)
 	found := ""
 	for id, n := range *h.nodes.Load() {
-		want := n.TokenSHA256
-		if want == "" {
-			want = ids.Hash(n.Token)
-		}
-		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(want))) == 1 {
+		// SetNodes stored every node's hash, lower-case.
+		if subtle.ConstantTimeCompare([]byte(sum), []byte(n.TokenSHA256)) == 1 {
 			found = id
 		}
 	}

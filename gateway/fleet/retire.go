@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/clock"
+	"github.com/iopgw/iop/internal/ids"
 )
 
 // SetNodes replaces the configured nodes. A node no longer listed takes
@@ -16,6 +18,11 @@ func (h *Hub) SetNodes(nodes []NodeConfig, drainTimeout time.Duration) {
 	h.drainTimeout.Store(int64(drainTimeout))
 	m := make(map[string]NodeConfig, len(nodes))
 	for _, n := range nodes {
+		// The token's hash, once here rather than on every stream.
+		if n.TokenSHA256 == "" {
+			n.TokenSHA256 = ids.Hash(n.Token)
+		}
+		n.TokenSHA256 = strings.ToLower(n.TokenSHA256)
 		m[n.ID] = n
 	}
 	h.nodes.Store(&m)

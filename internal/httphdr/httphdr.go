@@ -58,14 +58,16 @@ func ForUpstream(in http.Header, allow ...string) http.Header {
 		return http.Header{}
 	}
 	removeConnectionListed(h)
+	// The lists hold canonical keys: deleted as they are (Header.Del
+	// would canonicalize each again, on every request).
 	for _, list := range [][]string{hopByHop, credentials, edgeOnly} {
 		for _, k := range list {
-			h.Del(k)
+			delete(h, k)
 		}
 	}
 	for _, k := range CredentialScoped {
 		if !containsFold(allow, k) {
-			h.Del(k)
+			delete(h, k)
 		}
 	}
 	return h
@@ -98,7 +100,7 @@ var fromNode = []string{"Content-Length", "Content-Encoding", "Set-Cookie", "Set
 func ForClient(in http.Header) http.Header {
 	h := FromUpstream(in)
 	for _, k := range fromNode {
-		h.Del(k)
+		delete(h, k) // canonical, as the lists ForUpstream deletes
 	}
 	return h
 }
@@ -121,7 +123,7 @@ func FromUpstream(in http.Header) http.Header {
 	}
 	removeConnectionListed(h)
 	for _, k := range hopByHop {
-		h.Del(k)
+		delete(h, k)
 	}
 	return h
 }

@@ -84,6 +84,9 @@ func New(c Config, defaultService string) (*Tracer, error) {
 }
 
 // Shutdown flushes and stops the exporter (bounded by ctx).
+// Enabled reports whether spans are recorded (tracing.enabled).
+func (t *Tracer) Enabled() bool { return t != nil && t.provider != nil }
+
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil || t.provider == nil {
 		return nil
