@@ -197,7 +197,9 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	}
 	defer sess.markClosed()
 	log.Info("edge session established", slog.Uint64("connection_generation", sess.Generation()))
-	for range min(w.GetParkedAttempts(), maxParked) {
+	sess.parkTarget = int32(min(w.GetParkedAttempts(), maxParked))
+	for range sess.parkTarget {
+		sess.idle.Add(1)
 		attempts.Go(func() { a.parked(sctx, client, sess, log, &attempts) })
 	}
 	a.links.up.WithLabelValues(addr).Set(1)
@@ -236,24 +238,45 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
-	a.serve(actx, cancel, sess, st, down)
+	a.serve(actx, cancel, sess, st, down, false)
 }
 
-// parked keeps one Attempt stream open ahead of work: when the edge sends
-// work on it, a replacement is parked (unless the node is draining) and
-// the work runs here. A stream the edge ends unused (drain, a superseded
-// connection) is not replaced.
+// parked keeps one Attempt stream open ahead of work, and runs the work
+// the edge sends on it. The stream is reusable: when the edge reparks it
+// after an attempt, it waits for the next work as a parked stream again
+// — unless enough others are waiting already, or the node is draining,
+// when it ends. The session keeps between half its park target and the
+// target parked: work taken below the half parks a replacement, a
+// finished attempt above the target ends its stream, so steady traffic
+// neither opens nor ends streams. Called with the stream counted idle.
 func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{Parked: true, ConnectionGeneration: sess.Generation()})
-	if err != nil {
-		return
+	st, down, err := openAttempt(actx, client, parkedOpen(sess))
+	for err == nil {
+		// Work arrived on a parked stream.
+		if sess.idle.Add(-1) < (sess.parkTarget+1)/2 && ctx.Err() == nil && !a.draining.Load() {
+			sess.idle.Add(1)
+			attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
+		}
+		if !a.serve(actx, cancel, sess, st, down, true) || ctx.Err() != nil || a.draining.Load() {
+			return
+		}
+		if sess.idle.Add(1) > sess.parkTarget {
+			sess.idle.Add(-1)
+			return // enough are parked: this stream ends
+		}
+		// Parked again: the next work, or the stream's end.
+		if err = st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(sess)}}); err == nil {
+			down, err = st.Recv()
+		}
 	}
-	if ctx.Err() == nil && !a.draining.Load() {
-		attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
-	}
-	a.serve(actx, cancel, sess, st, down)
+	sess.idle.Add(-1) // the stream ended while it waited
+}
+
+// parkedOpen opens (or reopens) a reusable parked stream.
+func parkedOpen(sess *Session) *wire.AttemptOpen {
+	return &wire.AttemptOpen{Parked: true, Reusable: true, ConnectionGeneration: sess.Generation()}
 }
 
 // openAttempt opens an Attempt stream, sends open and waits for the work.
@@ -274,28 +297,39 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 
 // serve runs down on its stream. The attempt's goroutine starts the
 // work and then reads the stream until the edge ends it — the edge
-// ending the stream (or the connection dying) cancels the work — so an
-// attempt costs the node this goroutine and its provider's, no watcher
-// beside them. Once the terminal is sent the node half-closes and gives
-// the edge attemptDrainTimeout to end the stream before ending it here.
-func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown) {
+// ending the stream (or the connection dying) cancels the work — or, on
+// a reusable stream, reparks it after the terminal: serve then reports
+// true, and the stream may carry the next attempt. An attempt costs the
+// node this goroutine and its provider's, no watcher beside them. Once
+// the terminal is sent the node half-closes (a stream that cannot be
+// reparked) and gives the edge attemptDrainTimeout to end or repark the
+// stream before ending it here.
+func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown, reusable bool) (reparked bool) {
 	var drain atomic.Pointer[clock.Timer]
 	ended := func() {
-		_ = st.CloseSend()
+		if !reusable {
+			_ = st.CloseSend()
+		}
 		t := a.bridge.clock.AfterFunc(attemptDrainTimeout, cancel)
 		drain.Store(&t)
 	}
 	work := a.start(ctx, sess, st, down, ended)
 	for {
-		if _, err := st.Recv(); err != nil {
+		m, err := st.Recv()
+		if err != nil {
+			cancel()
+			break
+		}
+		if reusable && m.GetReparked() != nil {
+			reparked = true
 			break
 		}
 	}
-	cancel()
 	work.end()
 	if t := drain.Load(); t != nil {
 		(*t).Stop()
 	}
+	return reparked
 }
 
 // start starts one unit of work on the bridge.

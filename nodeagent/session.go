@@ -25,6 +25,11 @@ type Session struct {
 
 	sendMu sync.Mutex // serializes sends on the session stream
 	send   func(*wire.NodeMessage) error
+
+	// Parked attempt streams: how many the edge allows (Welcome), and how
+	// many are parked now, waiting for work (see Agent.parked).
+	parkTarget int32
+	idle       atomic.Int32
 }
 
 // Send sends m on the session stream (safe for concurrent use).

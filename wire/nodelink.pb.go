@@ -996,7 +996,9 @@ type AttemptOpen struct {
 	// used only by that connection of the node.
 	ConnectionGeneration uint64 `protobuf:"varint,2,opt,name=connection_generation,json=connectionGeneration,proto3" json:"connection_generation,omitempty"`
 	// The stream is opened ahead of work and waits for it.
-	Parked        bool `protobuf:"varint,3,opt,name=parked,proto3" json:"parked,omitempty"`
+	Parked bool `protobuf:"varint,3,opt,name=parked,proto3" json:"parked,omitempty"`
+	// The node takes Reparked after the terminal (a parked stream only).
+	Reusable      bool `protobuf:"varint,4,opt,name=reusable,proto3" json:"reusable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1052,6 +1054,13 @@ func (x *AttemptOpen) GetParked() bool {
 	return false
 }
 
+func (x *AttemptOpen) GetReusable() bool {
+	if x != nil {
+		return x.Reusable
+	}
+	return false
+}
+
 type AttemptDown struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1059,6 +1068,7 @@ type AttemptDown struct {
 	//	*AttemptDown_Run
 	//	*AttemptDown_Tunnel
 	//	*AttemptDown_Command
+	//	*AttemptDown_Reparked
 	Msg           isAttemptDown_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1128,6 +1138,15 @@ func (x *AttemptDown) GetCommand() *Command {
 	return nil
 }
 
+func (x *AttemptDown) GetReparked() *Reparked {
+	if x != nil {
+		if x, ok := x.Msg.(*AttemptDown_Reparked); ok {
+			return x.Reparked
+		}
+	}
+	return nil
+}
+
 type isAttemptDown_Msg interface {
 	isAttemptDown_Msg()
 }
@@ -1144,11 +1163,55 @@ type AttemptDown_Command struct {
 	Command *Command `protobuf:"bytes,3,opt,name=command,proto3,oneof"`
 }
 
+type AttemptDown_Reparked struct {
+	// The attempt is over (the edge took its terminal): the stream may be
+	// parked again (see Attempt).
+	Reparked *Reparked `protobuf:"bytes,4,opt,name=reparked,proto3,oneof"`
+}
+
 func (*AttemptDown_Run) isAttemptDown_Msg() {}
 
 func (*AttemptDown_Tunnel) isAttemptDown_Msg() {}
 
 func (*AttemptDown_Command) isAttemptDown_Msg() {}
+
+func (*AttemptDown_Reparked) isAttemptDown_Msg() {}
+
+type Reparked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reparked) Reset() {
+	*x = Reparked{}
+	mi := &file_nodelink_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reparked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reparked) ProtoMessage() {}
+
+func (x *Reparked) ProtoReflect() protoreflect.Message {
+	mi := &file_nodelink_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reparked.ProtoReflect.Descriptor instead.
+func (*Reparked) Descriptor() ([]byte, []int) {
+	return file_nodelink_proto_rawDescGZIP(), []int{15}
+}
 
 type RunRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1184,7 +1247,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_nodelink_proto_msgTypes[15]
+	mi := &file_nodelink_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1196,7 +1259,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[15]
+	mi := &file_nodelink_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1209,7 +1272,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{15}
+	return file_nodelink_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunRequest) GetRunId() string {
@@ -1310,7 +1373,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_nodelink_proto_msgTypes[16]
+	mi := &file_nodelink_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1385,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[16]
+	mi := &file_nodelink_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1398,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{16}
+	return file_nodelink_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Message) GetRole() string {
@@ -1391,7 +1454,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_nodelink_proto_msgTypes[17]
+	mi := &file_nodelink_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1466,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[17]
+	mi := &file_nodelink_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1479,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{17}
+	return file_nodelink_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolCall) GetId() string {
@@ -1456,7 +1519,7 @@ type GenerationParams struct {
 
 func (x *GenerationParams) Reset() {
 	*x = GenerationParams{}
-	mi := &file_nodelink_proto_msgTypes[18]
+	mi := &file_nodelink_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1531,7 @@ func (x *GenerationParams) String() string {
 func (*GenerationParams) ProtoMessage() {}
 
 func (x *GenerationParams) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[18]
+	mi := &file_nodelink_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1544,7 @@ func (x *GenerationParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationParams.ProtoReflect.Descriptor instead.
 func (*GenerationParams) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{18}
+	return file_nodelink_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GenerationParams) GetTemperature() float64 {
@@ -1567,7 +1630,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_nodelink_proto_msgTypes[19]
+	mi := &file_nodelink_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1642,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[19]
+	mi := &file_nodelink_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1655,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{19}
+	return file_nodelink_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RunEvent) GetType() string {
@@ -1719,7 +1782,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_nodelink_proto_msgTypes[20]
+	mi := &file_nodelink_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1794,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[20]
+	mi := &file_nodelink_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1807,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{20}
+	return file_nodelink_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ErrorDetail) GetFailureCode() string {
@@ -1808,7 +1871,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_nodelink_proto_msgTypes[21]
+	mi := &file_nodelink_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1883,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[21]
+	mi := &file_nodelink_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1896,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{21}
+	return file_nodelink_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1877,7 +1940,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_nodelink_proto_msgTypes[22]
+	mi := &file_nodelink_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1952,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[22]
+	mi := &file_nodelink_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +1965,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{22}
+	return file_nodelink_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TokenUsage) GetPromptTokens() int64 {
@@ -1953,7 +2016,7 @@ type ExecutionFailure struct {
 
 func (x *ExecutionFailure) Reset() {
 	*x = ExecutionFailure{}
-	mi := &file_nodelink_proto_msgTypes[23]
+	mi := &file_nodelink_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2028,7 @@ func (x *ExecutionFailure) String() string {
 func (*ExecutionFailure) ProtoMessage() {}
 
 func (x *ExecutionFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[23]
+	mi := &file_nodelink_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2041,7 @@ func (x *ExecutionFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionFailure.ProtoReflect.Descriptor instead.
 func (*ExecutionFailure) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{23}
+	return file_nodelink_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecutionFailure) GetCode() string {
@@ -2028,7 +2091,7 @@ type ProviderTunnelRequest struct {
 
 func (x *ProviderTunnelRequest) Reset() {
 	*x = ProviderTunnelRequest{}
-	mi := &file_nodelink_proto_msgTypes[24]
+	mi := &file_nodelink_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2103,7 @@ func (x *ProviderTunnelRequest) String() string {
 func (*ProviderTunnelRequest) ProtoMessage() {}
 
 func (x *ProviderTunnelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[24]
+	mi := &file_nodelink_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2116,7 @@ func (x *ProviderTunnelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTunnelRequest.ProtoReflect.Descriptor instead.
 func (*ProviderTunnelRequest) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{24}
+	return file_nodelink_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ProviderTunnelRequest) GetRunId() string {
@@ -2136,7 +2199,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_nodelink_proto_msgTypes[25]
+	mi := &file_nodelink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2211,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[25]
+	mi := &file_nodelink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2224,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{25}
+	return file_nodelink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Header) GetName() string {
@@ -2197,7 +2260,7 @@ type ProviderTunnelFrame struct {
 
 func (x *ProviderTunnelFrame) Reset() {
 	*x = ProviderTunnelFrame{}
-	mi := &file_nodelink_proto_msgTypes[26]
+	mi := &file_nodelink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2272,7 @@ func (x *ProviderTunnelFrame) String() string {
 func (*ProviderTunnelFrame) ProtoMessage() {}
 
 func (x *ProviderTunnelFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[26]
+	mi := &file_nodelink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2285,7 @@ func (x *ProviderTunnelFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTunnelFrame.ProtoReflect.Descriptor instead.
 func (*ProviderTunnelFrame) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{26}
+	return file_nodelink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProviderTunnelFrame) GetType() string {
@@ -2303,7 +2366,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_nodelink_proto_msgTypes[27]
+	mi := &file_nodelink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2378,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[27]
+	mi := &file_nodelink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2391,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{27}
+	return file_nodelink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Command) GetCommand() string {
@@ -2408,7 +2471,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_nodelink_proto_msgTypes[28]
+	mi := &file_nodelink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2483,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[28]
+	mi := &file_nodelink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2496,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{28}
+	return file_nodelink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CommandResult) GetCommand() string {
@@ -2484,7 +2547,7 @@ type CapabilitiesResult struct {
 
 func (x *CapabilitiesResult) Reset() {
 	*x = CapabilitiesResult{}
-	mi := &file_nodelink_proto_msgTypes[29]
+	mi := &file_nodelink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2559,7 @@ func (x *CapabilitiesResult) String() string {
 func (*CapabilitiesResult) ProtoMessage() {}
 
 func (x *CapabilitiesResult) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[29]
+	mi := &file_nodelink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2572,7 @@ func (x *CapabilitiesResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesResult.ProtoReflect.Descriptor instead.
 func (*CapabilitiesResult) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{29}
+	return file_nodelink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CapabilitiesResult) GetAdapterKey() string {
@@ -2552,7 +2615,7 @@ type TransportStatus struct {
 
 func (x *TransportStatus) Reset() {
 	*x = TransportStatus{}
-	mi := &file_nodelink_proto_msgTypes[30]
+	mi := &file_nodelink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2627,7 @@ func (x *TransportStatus) String() string {
 func (*TransportStatus) ProtoMessage() {}
 
 func (x *TransportStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[30]
+	mi := &file_nodelink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2640,7 @@ func (x *TransportStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportStatus.ProtoReflect.Descriptor instead.
 func (*TransportStatus) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{30}
+	return file_nodelink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TransportStatus) GetNodeId() string {
@@ -2618,7 +2681,7 @@ type ProviderInFlight struct {
 
 func (x *ProviderInFlight) Reset() {
 	*x = ProviderInFlight{}
-	mi := &file_nodelink_proto_msgTypes[31]
+	mi := &file_nodelink_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2693,7 @@ func (x *ProviderInFlight) String() string {
 func (*ProviderInFlight) ProtoMessage() {}
 
 func (x *ProviderInFlight) ProtoReflect() protoreflect.Message {
-	mi := &file_nodelink_proto_msgTypes[31]
+	mi := &file_nodelink_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2706,7 @@ func (x *ProviderInFlight) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderInFlight.ProtoReflect.Descriptor instead.
 func (*ProviderInFlight) Descriptor() ([]byte, []int) {
-	return file_nodelink_proto_rawDescGZIP(), []int{31}
+	return file_nodelink_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ProviderInFlight) GetProviderId() string {
@@ -2727,17 +2790,21 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x03msg\"z\n" +
 	"\aUpBatch\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.iop.nodelink.v1.RunEventR\x06events\x12<\n" +
-	"\x06frames\x18\x02 \x03(\v2$.iop.nodelink.v1.ProviderTunnelFrameR\x06frames\"{\n" +
+	"\x06frames\x18\x02 \x03(\v2$.iop.nodelink.v1.ProviderTunnelFrameR\x06frames\"\x97\x01\n" +
 	"\vAttemptOpen\x12\x1f\n" +
 	"\vdispatch_id\x18\x01 \x01(\tR\n" +
 	"dispatchId\x123\n" +
 	"\x15connection_generation\x18\x02 \x01(\x04R\x14connectionGeneration\x12\x16\n" +
-	"\x06parked\x18\x03 \x01(\bR\x06parked\"\xbd\x01\n" +
+	"\x06parked\x18\x03 \x01(\bR\x06parked\x12\x1a\n" +
+	"\breusable\x18\x04 \x01(\bR\breusable\"\xf6\x01\n" +
 	"\vAttemptDown\x12/\n" +
 	"\x03run\x18\x01 \x01(\v2\x1b.iop.nodelink.v1.RunRequestH\x00R\x03run\x12@\n" +
 	"\x06tunnel\x18\x02 \x01(\v2&.iop.nodelink.v1.ProviderTunnelRequestH\x00R\x06tunnel\x124\n" +
-	"\acommand\x18\x03 \x01(\v2\x18.iop.nodelink.v1.CommandH\x00R\acommandB\x05\n" +
-	"\x03msg\"\xd0\x03\n" +
+	"\acommand\x18\x03 \x01(\v2\x18.iop.nodelink.v1.CommandH\x00R\acommand\x127\n" +
+	"\breparked\x18\x04 \x01(\v2\x19.iop.nodelink.v1.ReparkedH\x00R\breparkedB\x05\n" +
+	"\x03msg\"\n" +
+	"\n" +
+	"\bReparked\"\xd0\x03\n" +
 	"\n" +
 	"RunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
@@ -2909,7 +2976,7 @@ func file_nodelink_proto_rawDescGZIP() []byte {
 	return file_nodelink_proto_rawDescData
 }
 
-var file_nodelink_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_nodelink_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_nodelink_proto_goTypes = []any{
 	(*NodeMessage)(nil),           // 0: iop.nodelink.v1.NodeMessage
 	(*Hello)(nil),                 // 1: iop.nodelink.v1.Hello
@@ -2926,24 +2993,25 @@ var file_nodelink_proto_goTypes = []any{
 	(*UpBatch)(nil),               // 12: iop.nodelink.v1.UpBatch
 	(*AttemptOpen)(nil),           // 13: iop.nodelink.v1.AttemptOpen
 	(*AttemptDown)(nil),           // 14: iop.nodelink.v1.AttemptDown
-	(*RunRequest)(nil),            // 15: iop.nodelink.v1.RunRequest
-	(*Message)(nil),               // 16: iop.nodelink.v1.Message
-	(*ToolCall)(nil),              // 17: iop.nodelink.v1.ToolCall
-	(*GenerationParams)(nil),      // 18: iop.nodelink.v1.GenerationParams
-	(*RunEvent)(nil),              // 19: iop.nodelink.v1.RunEvent
-	(*ErrorDetail)(nil),           // 20: iop.nodelink.v1.ErrorDetail
-	(*ToolCallDelta)(nil),         // 21: iop.nodelink.v1.ToolCallDelta
-	(*TokenUsage)(nil),            // 22: iop.nodelink.v1.TokenUsage
-	(*ExecutionFailure)(nil),      // 23: iop.nodelink.v1.ExecutionFailure
-	(*ProviderTunnelRequest)(nil), // 24: iop.nodelink.v1.ProviderTunnelRequest
-	(*Header)(nil),                // 25: iop.nodelink.v1.Header
-	(*ProviderTunnelFrame)(nil),   // 26: iop.nodelink.v1.ProviderTunnelFrame
-	(*Command)(nil),               // 27: iop.nodelink.v1.Command
-	(*CommandResult)(nil),         // 28: iop.nodelink.v1.CommandResult
-	(*CapabilitiesResult)(nil),    // 29: iop.nodelink.v1.CapabilitiesResult
-	(*TransportStatus)(nil),       // 30: iop.nodelink.v1.TransportStatus
-	(*ProviderInFlight)(nil),      // 31: iop.nodelink.v1.ProviderInFlight
-	nil,                           // 32: iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	(*Reparked)(nil),              // 15: iop.nodelink.v1.Reparked
+	(*RunRequest)(nil),            // 16: iop.nodelink.v1.RunRequest
+	(*Message)(nil),               // 17: iop.nodelink.v1.Message
+	(*ToolCall)(nil),              // 18: iop.nodelink.v1.ToolCall
+	(*GenerationParams)(nil),      // 19: iop.nodelink.v1.GenerationParams
+	(*RunEvent)(nil),              // 20: iop.nodelink.v1.RunEvent
+	(*ErrorDetail)(nil),           // 21: iop.nodelink.v1.ErrorDetail
+	(*ToolCallDelta)(nil),         // 22: iop.nodelink.v1.ToolCallDelta
+	(*TokenUsage)(nil),            // 23: iop.nodelink.v1.TokenUsage
+	(*ExecutionFailure)(nil),      // 24: iop.nodelink.v1.ExecutionFailure
+	(*ProviderTunnelRequest)(nil), // 25: iop.nodelink.v1.ProviderTunnelRequest
+	(*Header)(nil),                // 26: iop.nodelink.v1.Header
+	(*ProviderTunnelFrame)(nil),   // 27: iop.nodelink.v1.ProviderTunnelFrame
+	(*Command)(nil),               // 28: iop.nodelink.v1.Command
+	(*CommandResult)(nil),         // 29: iop.nodelink.v1.CommandResult
+	(*CapabilitiesResult)(nil),    // 30: iop.nodelink.v1.CapabilitiesResult
+	(*TransportStatus)(nil),       // 31: iop.nodelink.v1.TransportStatus
+	(*ProviderInFlight)(nil),      // 32: iop.nodelink.v1.ProviderInFlight
+	nil,                           // 33: iop.nodelink.v1.ExecutionFailure.MetadataEntry
 }
 var file_nodelink_proto_depIdxs = []int32{
 	1,  // 0: iop.nodelink.v1.NodeMessage.hello:type_name -> iop.nodelink.v1.Hello
@@ -2957,41 +3025,42 @@ var file_nodelink_proto_depIdxs = []int32{
 	10, // 8: iop.nodelink.v1.EdgeMessage.cancel_run:type_name -> iop.nodelink.v1.CancelRun
 	7,  // 9: iop.nodelink.v1.EdgeMessage.ping:type_name -> iop.nodelink.v1.Ping
 	13, // 10: iop.nodelink.v1.AttemptUp.open:type_name -> iop.nodelink.v1.AttemptOpen
-	19, // 11: iop.nodelink.v1.AttemptUp.event:type_name -> iop.nodelink.v1.RunEvent
-	26, // 12: iop.nodelink.v1.AttemptUp.frame:type_name -> iop.nodelink.v1.ProviderTunnelFrame
-	28, // 13: iop.nodelink.v1.AttemptUp.command_result:type_name -> iop.nodelink.v1.CommandResult
+	20, // 11: iop.nodelink.v1.AttemptUp.event:type_name -> iop.nodelink.v1.RunEvent
+	27, // 12: iop.nodelink.v1.AttemptUp.frame:type_name -> iop.nodelink.v1.ProviderTunnelFrame
+	29, // 13: iop.nodelink.v1.AttemptUp.command_result:type_name -> iop.nodelink.v1.CommandResult
 	12, // 14: iop.nodelink.v1.AttemptUp.batch:type_name -> iop.nodelink.v1.UpBatch
-	19, // 15: iop.nodelink.v1.UpBatch.events:type_name -> iop.nodelink.v1.RunEvent
-	26, // 16: iop.nodelink.v1.UpBatch.frames:type_name -> iop.nodelink.v1.ProviderTunnelFrame
-	15, // 17: iop.nodelink.v1.AttemptDown.run:type_name -> iop.nodelink.v1.RunRequest
-	24, // 18: iop.nodelink.v1.AttemptDown.tunnel:type_name -> iop.nodelink.v1.ProviderTunnelRequest
-	27, // 19: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
-	16, // 20: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
-	18, // 21: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
-	25, // 22: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
-	17, // 23: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
-	21, // 24: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
-	22, // 25: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
-	23, // 26: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	20, // 27: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	32, // 28: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
-	25, // 29: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
-	25, // 30: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
-	22, // 31: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
-	23, // 32: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
-	20, // 33: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
-	29, // 34: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
-	30, // 35: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
-	31, // 36: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
-	0,  // 37: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
-	11, // 38: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
-	6,  // 39: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
-	14, // 40: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
-	39, // [39:41] is the sub-list for method output_type
-	37, // [37:39] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	20, // 15: iop.nodelink.v1.UpBatch.events:type_name -> iop.nodelink.v1.RunEvent
+	27, // 16: iop.nodelink.v1.UpBatch.frames:type_name -> iop.nodelink.v1.ProviderTunnelFrame
+	16, // 17: iop.nodelink.v1.AttemptDown.run:type_name -> iop.nodelink.v1.RunRequest
+	25, // 18: iop.nodelink.v1.AttemptDown.tunnel:type_name -> iop.nodelink.v1.ProviderTunnelRequest
+	28, // 19: iop.nodelink.v1.AttemptDown.command:type_name -> iop.nodelink.v1.Command
+	15, // 20: iop.nodelink.v1.AttemptDown.reparked:type_name -> iop.nodelink.v1.Reparked
+	17, // 21: iop.nodelink.v1.RunRequest.messages:type_name -> iop.nodelink.v1.Message
+	19, // 22: iop.nodelink.v1.RunRequest.params:type_name -> iop.nodelink.v1.GenerationParams
+	26, // 23: iop.nodelink.v1.RunRequest.headers:type_name -> iop.nodelink.v1.Header
+	18, // 24: iop.nodelink.v1.Message.tool_calls:type_name -> iop.nodelink.v1.ToolCall
+	22, // 25: iop.nodelink.v1.RunEvent.tool_calls:type_name -> iop.nodelink.v1.ToolCallDelta
+	23, // 26: iop.nodelink.v1.RunEvent.usage:type_name -> iop.nodelink.v1.TokenUsage
+	24, // 27: iop.nodelink.v1.RunEvent.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	21, // 28: iop.nodelink.v1.RunEvent.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	33, // 29: iop.nodelink.v1.ExecutionFailure.metadata:type_name -> iop.nodelink.v1.ExecutionFailure.MetadataEntry
+	26, // 30: iop.nodelink.v1.ProviderTunnelRequest.headers:type_name -> iop.nodelink.v1.Header
+	26, // 31: iop.nodelink.v1.ProviderTunnelFrame.headers:type_name -> iop.nodelink.v1.Header
+	23, // 32: iop.nodelink.v1.ProviderTunnelFrame.usage:type_name -> iop.nodelink.v1.TokenUsage
+	24, // 33: iop.nodelink.v1.ProviderTunnelFrame.failure:type_name -> iop.nodelink.v1.ExecutionFailure
+	21, // 34: iop.nodelink.v1.ProviderTunnelFrame.detail:type_name -> iop.nodelink.v1.ErrorDetail
+	30, // 35: iop.nodelink.v1.CommandResult.capabilities:type_name -> iop.nodelink.v1.CapabilitiesResult
+	31, // 36: iop.nodelink.v1.CommandResult.transport_status:type_name -> iop.nodelink.v1.TransportStatus
+	32, // 37: iop.nodelink.v1.TransportStatus.providers:type_name -> iop.nodelink.v1.ProviderInFlight
+	0,  // 38: iop.nodelink.v1.NodeLink.Session:input_type -> iop.nodelink.v1.NodeMessage
+	11, // 39: iop.nodelink.v1.NodeLink.Attempt:input_type -> iop.nodelink.v1.AttemptUp
+	6,  // 40: iop.nodelink.v1.NodeLink.Session:output_type -> iop.nodelink.v1.EdgeMessage
+	14, // 41: iop.nodelink.v1.NodeLink.Attempt:output_type -> iop.nodelink.v1.AttemptDown
+	40, // [40:42] is the sub-list for method output_type
+	38, // [38:40] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_nodelink_proto_init() }
@@ -3022,15 +3091,16 @@ func file_nodelink_proto_init() {
 		(*AttemptDown_Run)(nil),
 		(*AttemptDown_Tunnel)(nil),
 		(*AttemptDown_Command)(nil),
+		(*AttemptDown_Reparked)(nil),
 	}
-	file_nodelink_proto_msgTypes[18].OneofWrappers = []any{}
+	file_nodelink_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodelink_proto_rawDesc), len(file_nodelink_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,6 +48,13 @@ type NodeLinkClient interface {
 	// for a parked stream); the node streams events or frames until exactly
 	// one terminal. The edge ending the call cancels the work; a parked
 	// stream the edge ends before sending work carried none.
+	//
+	// A parked stream opened reusable carries one attempt after another:
+	// once the edge has taken the terminal it may answer Reparked instead
+	// of ending the call; the node then ends the call, or sends a new
+	// AttemptOpen (parked, the same connection generation) and waits for
+	// the next work as a newly parked stream. One attempt at a time, so
+	// flow control still isolates attempts.
 	Attempt(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttemptUp, AttemptDown], error)
 }
 
@@ -100,6 +107,13 @@ type NodeLinkServer interface {
 	// for a parked stream); the node streams events or frames until exactly
 	// one terminal. The edge ending the call cancels the work; a parked
 	// stream the edge ends before sending work carried none.
+	//
+	// A parked stream opened reusable carries one attempt after another:
+	// once the edge has taken the terminal it may answer Reparked instead
+	// of ending the call; the node then ends the call, or sends a new
+	// AttemptOpen (parked, the same connection generation) and waits for
+	// the next work as a newly parked stream. One attempt at a time, so
+	// flow control still isolates attempts.
 	Attempt(grpc.BidiStreamingServer[AttemptUp, AttemptDown]) error
 	mustEmbedUnimplementedNodeLinkServer()
 }

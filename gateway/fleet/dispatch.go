@@ -283,7 +283,7 @@ func (a *edgeAttempt) terminal(f *execution.ExecutionFailure) *execution.Executi
 	} else {
 		a.release()
 	}
-	a.conn.End()
+	a.conn.Finish()
 	return f
 }
 

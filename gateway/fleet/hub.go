@@ -159,6 +159,8 @@ type AttemptConn struct {
 	// (see watchTakeUp); owned by the receiving goroutine once armed.
 	takeUp   clock.Timer
 	notTaken atomic.Bool // the node did not take the work up in time
+	reusable bool        // the node parks the stream again after the attempt (AttemptOpen.reusable)
+	finished atomic.Bool // the attempt's terminal was taken: the stream may be parked again
 }
 
 // errNotTakenUp ends work a frozen node received on a parked stream.
@@ -177,7 +179,16 @@ func (a *AttemptConn) Recv() (*wire.AttemptUp, error) {
 	return m, err
 }
 
+// End ends the attempt: its stream ends, which cancels the work on the
+// node.
 func (a *AttemptConn) End() { a.done.Fire() }
+
+// Finish ends the attempt after its terminal was taken: a reusable
+// stream is parked again for the next attempt instead of ending.
+func (a *AttemptConn) Finish() {
+	a.finished.Store(true)
+	a.done.Fire()
+}
 
 // Owner is the connection the attempt stream was received on.
 func (a *AttemptConn) Owner() pool.Reception { return a.reception }
@@ -706,20 +717,49 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
 	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
-	a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent()}
-	if open.GetParked() {
-		if err := h.parkAttempt(a); err != nil {
+	for {
+		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetParked() && open.GetReusable()}
+		if open.GetParked() {
+			if err := h.parkAttempt(a); err != nil {
+				return err
+			}
+		} else if err := h.deliver(open.GetDispatchId(), a); err != nil {
 			return err
 		}
-	} else if err := h.deliver(open.GetDispatchId(), a); err != nil {
-		return err
+		select {
+		case <-a.done.Done():
+		case <-stream.Context().Done():
+		}
+		h.untrack(r, a)
+		if open, err = h.repark(stream, a); open == nil {
+			return err
+		}
 	}
-	select {
-	case <-a.done.Done():
-	case <-stream.Context().Done():
+}
+
+// repark offers a finished attempt's stream to its node again (Reparked)
+// and returns the node's new AttemptOpen; nil when the stream ends
+// instead — it was not reusable, its attempt did not finish (cancelled,
+// not taken up, abandoned), or the node ended it. A node answers
+// Reparked with a parked AttemptOpen of the same connection generation,
+// and sends nothing else in between.
+func (h *Hub) repark(stream wire.NodeLink_AttemptServer, a *AttemptConn) (*wire.AttemptOpen, error) {
+	if !a.reusable || !a.finished.Load() || stream.Context().Err() != nil {
+		return nil, nil
 	}
-	h.untrack(r, a)
-	return nil
+	if err := stream.Send(&wire.AttemptDown{Msg: &wire.AttemptDown_Reparked{Reparked: &wire.Reparked{}}}); err != nil {
+		return nil, nil
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return nil, nil // the node ended the stream instead
+	}
+	open := m.GetOpen()
+	if open == nil || !open.GetParked() || open.GetConnectionGeneration() != a.reception.ConnectionGeneration {
+		return nil, status.Error(codes.InvalidArgument, "a reparked stream must be opened again, parked, for its connection generation")
+	}
+	h.metrics.reparked.Inc()
+	return open, nil
 }
 
 // untrack forgets an ended attempt stream of reception r.

@@ -9,6 +9,7 @@ type hubMetrics struct {
 	heartbeatDrops  prometheus.Counter
 	dispatchFails   prometheus.Counter
 	attemptStreams  *prometheus.CounterVec
+	reparked        prometheus.Counter
 }
 
 // newHubMetrics registers the hub's collectors on reg.
@@ -24,7 +25,9 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 			Help: "Dispatches a node did not open in time or could not take; each moved to another provider when one could serve."}),
 		attemptStreams: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iop_edge_attempt_streams_total",
 			Help: "Attempts sent to nodes, by how their stream was had: parked (opened ahead of work) or dispatched (opened on request)."}, []string{"kind"}),
+		reparked: prometheus.NewCounter(prometheus.CounterOpts{Name: "iop_edge_attempt_streams_reparked_total",
+			Help: "Attempt streams parked again after their attempt finished, to carry the node's next attempt without opening a stream."}),
 	}
-	reg.MustRegister(m.staleGeneration, m.nodesConnected, m.heartbeatDrops, m.dispatchFails, m.attemptStreams)
+	reg.MustRegister(m.staleGeneration, m.nodesConnected, m.heartbeatDrops, m.dispatchFails, m.attemptStreams, m.reparked)
 	return m
 }

@@ -195,3 +195,119 @@ func TestParkedWorkNotTakenUp(t *testing.T) {
 		}
 	}
 }
+
+// parkReusable opens a reusable parked attempt stream for generation gen.
+func parkReusable(t *testing.T, ctx context.Context, c wire.NodeLinkClient, gen uint64) wire.NodeLink_AttemptClient {
+	t.Helper()
+	st, err := c.Attempt(withToken(ctx, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(reopen(gen)); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func reopen(gen uint64) *wire.AttemptUp {
+	return &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{Parked: true, Reusable: true, ConnectionGeneration: gen}}}
+}
+
+// TestReparkedStreamCarriesTheNextAttempt: a reusable parked stream whose
+// attempt finished (the edge took its terminal) is reparked — Reparked,
+// the node opens it again, and the next attempt goes on the same stream
+// with no stream opened; an attempt ended without its terminal (a
+// cancel) ends the stream as before, and so does a finished attempt on a
+// stream the node did not open reusable; a reopen naming another
+// generation is refused.
+func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	e.hub.link.ParkedAttempts = 2
+	client := e.client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, w := liveSession(t, ctx, client, "n1", nil)
+	gen := w.GetConnectionGeneration()
+	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: gen}
+	run := func(id string) *wire.AttemptDown {
+		return &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}}
+	}
+	terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
+
+	st := parkReusable(t, ctx, client, gen)
+	e.waitParked(t, "n1", 1)
+	for i, id := range []string{"r1", "r2", "r3"} {
+		ac, err := e.hub.Open(ctx, owner, run(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := st.Recv(); err != nil || m.GetRun().GetRunId() != id {
+			t.Fatalf("attempt %d on the reused stream: %v %v", i+1, m, err)
+		}
+		if err := st.Send(terminal); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := ac.Recv(); err != nil || m.GetEvent().GetType() != "done" {
+			t.Fatalf("the edge read %v %v", m, err)
+		}
+		ac.Finish()
+		if m, err := st.Recv(); err != nil || m.GetReparked() == nil {
+			t.Fatalf("after the terminal the node got %v %v, want Reparked", m, err)
+		}
+		if err := st.Send(reopen(gen)); err != nil {
+			t.Fatal(err)
+		}
+		e.waitParked(t, "n1", 1)
+	}
+	if n := testutil.ToFloat64(e.m.reparked); n != 3 {
+		t.Fatalf("reparked %v times, want 3", n)
+	}
+	if n := testutil.ToFloat64(e.m.attemptStreams.WithLabelValues("parked")); n != 3 {
+		t.Fatalf("%v attempts went onto parked streams, want 3", n)
+	}
+
+	// Cancelled before its terminal: the stream ends, nothing is reparked.
+	ac, err := e.hub.Open(ctx, owner, run("r4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	ac.End()
+	if m, err := st.Recv(); err == nil {
+		t.Fatalf("a cancelled attempt's stream got %v, want its end", m)
+	}
+
+	// Not opened reusable: a finished attempt ends its stream.
+	plain := park(t, ctx, client, gen)
+	e.waitParked(t, "n1", 1)
+	if ac, err = e.hub.Open(ctx, owner, run("r5")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	ac.Finish()
+	if m, err := plain.Recv(); err == nil {
+		t.Fatalf("a stream not opened reusable got %v after its attempt, want its end", m)
+	}
+
+	// A reopen that names another generation is refused.
+	st = parkReusable(t, ctx, client, gen)
+	e.waitParked(t, "n1", 1)
+	if ac, err = e.hub.Open(ctx, owner, run("r6")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	ac.Finish()
+	if m, err := st.Recv(); err != nil || m.GetReparked() == nil {
+		t.Fatalf("got %v %v, want Reparked", m, err)
+	}
+	_ = st.Send(reopen(gen + 1))
+	if _, err := st.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a reopen for another generation: %v", err)
+	}
+}
