@@ -31,6 +31,48 @@ var (
 // Check validates body as strict JSON whose top level is an object, with
 // nesting at most maxDepth (DefaultMaxDepth when <= 0).
 func Check(body []byte, maxDepth int) error {
+	if err := checkStrict(body, maxDepth); err != nil {
+		return err
+	}
+	if !json.Valid(body) {
+		return ErrInvalidJSON
+	}
+	return nil
+}
+
+// Unmarshal checks body as Check does and decodes it into v, reading the
+// grammar once: json.Unmarshal validates the whole body before it decodes
+// anything, so its syntax error stands for Check's ErrInvalidJSON and a
+// second validating pass is saved. A body Check refuses returns Check's
+// error (IsCheckError); one that does not fit v, encoding/json's.
+func Unmarshal(body []byte, maxDepth int, v any) error {
+	if err := checkStrict(body, maxDepth); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return ErrInvalidJSON
+		}
+		return err
+	}
+	return nil
+}
+
+// IsCheckError reports whether err is one of Check's refusals (as
+// opposed to a decoding error of Unmarshal).
+func IsCheckError(err error) bool {
+	for _, e := range [...]error{ErrInvalidJSON, ErrInvalidUTF8, ErrLoneSurrogate, ErrDuplicateKey, ErrTooDeep, ErrNotAnObject, ErrEmptyBody} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkStrict is Check without the grammar: emptiness, UTF-8, depth,
+// duplicate keys and lone surrogates.
+func checkStrict(body []byte, maxDepth int) error {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
@@ -40,16 +82,10 @@ func Check(body []byte, maxDepth int) error {
 	if !utf8.Valid(body) {
 		return ErrInvalidUTF8
 	}
-	// Depth first: json.Valid recurses, so a 10,000-deep body must be
-	// refused before it is parsed.
+	// Depth first: the grammar check recurses, so a 10,000-deep body must
+	// be refused before it is parsed.
 	s := &scanner{buf: body, maxDepth: maxDepth}
-	if err := s.walk(); err != nil {
-		return err
-	}
-	if !json.Valid(body) {
-		return ErrInvalidJSON
-	}
-	return nil
+	return s.walk()
 }
 
 type frame struct {

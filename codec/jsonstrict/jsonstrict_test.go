@@ -79,6 +79,11 @@ func FuzzCheck(f *testing.F) {
 		if err == nil && !strings.HasPrefix(strings.TrimLeft(string(b), " \t\r\n"), "{") {
 			t.Fatalf("accepted a non-object: %q", b)
 		}
+		// Unmarshal's one grammar pass gives Check's verdict.
+		var v map[string]any
+		if uerr := Unmarshal(b, 16, &v); (uerr == nil) != (err == nil) || (err != nil && uerr.Error() != err.Error()) {
+			t.Fatalf("%q: Check %v, Unmarshal %v", b, err, uerr)
+		}
 	})
 }
 
@@ -118,4 +123,27 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
 		}
 	})
+}
+
+// TestUnmarshalRefusesAsCheck: every refusal of Check is Unmarshal's too,
+// with the same error (IsCheckError), and a body that fits is decoded; a
+// body that does not fit the value is encoding/json's error, not a
+// refusal.
+func TestUnmarshalRefusesAsCheck(t *testing.T) {
+	for _, b := range []string{``, `{"a":1}`, `{"a":1,}`, `{"a":01}`, `{"a":"\ud800"}`, `{"a":1,"a":2}`, `[1]`, `{"a":1} x`,
+		`{"a":tru}`, "{\"a\":\"\xff\"}", `{"a":[` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `]}`, `{"a":{"b":null}}`} {
+		cerr := Check([]byte(b), 16)
+		var v map[string]any
+		uerr := Unmarshal([]byte(b), 16, &v)
+		if (cerr == nil) != (uerr == nil) || (cerr != nil && (uerr.Error() != cerr.Error() || !IsCheckError(uerr))) {
+			t.Errorf("%q: Check %v, Unmarshal %v", b, cerr, uerr)
+		}
+		if cerr == nil && v == nil {
+			t.Errorf("%q: nothing decoded", b)
+		}
+	}
+	var n struct{ A int }
+	if err := Unmarshal([]byte(`{"A":"x"}`), 16, &n); err == nil || IsCheckError(err) {
+		t.Fatalf("a type mismatch: %v", err)
+	}
 }

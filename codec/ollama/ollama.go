@@ -82,11 +82,11 @@ func Decode(body []byte, generate bool, maxDepth int) (*Request, *Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, BadRequest("missing request body")
 	}
-	if err := jsonstrict.Check(body, maxDepth); err != nil {
-		return nil, BadRequest("invalid JSON: %v", err)
-	}
 	var w wireRequest
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := jsonstrict.Unmarshal(body, maxDepth, &w); err != nil {
+		if jsonstrict.IsCheckError(err) {
+			return nil, BadRequest("invalid JSON: %v", err)
+		}
 		return nil, BadRequest("%v", err)
 	}
 	if w.Model == nil || *w.Model == "" {

@@ -115,12 +115,9 @@ func CheckBody(body []byte, l Limits) *Error {
 // DecodeChatRequest decodes and validates a Chat Completions body.
 func DecodeChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
 	l = l.withDefaults()
-	if e := CheckBody(body, l); e != nil {
-		return nil, e
-	}
 	var w chatWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, typeError(err)
+	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
+		return nil, typeError(err) // CheckBody's message for a refused body
 	}
 	req := &ChatRequest{N: 1}
 	if w.Model == nil || *w.Model == "" {

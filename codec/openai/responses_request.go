@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/iopgw/iop/codec/jsonstrict"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -73,12 +74,9 @@ type responsesTool struct {
 // DecodeResponsesRequest decodes and validates a Responses API body.
 func DecodeResponsesRequest(body []byte, l Limits) (*ResponsesRequest, *Error) {
 	l = l.withDefaults()
-	if e := CheckBody(body, l); e != nil {
-		return nil, e
-	}
 	var w responsesWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, typeError(err)
+	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
+		return nil, typeError(err) // CheckBody's message for a refused body
 	}
 	if w.Model == nil || *w.Model == "" {
 		return nil, InvalidRequest("model", "Missing required parameter: 'model'.")
