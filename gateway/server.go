@@ -174,7 +174,7 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	if d := lim.BodyReadTimeout; d > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(d))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, lim.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(c.Response().Writer, r.Body, lim.MaxBodyBytes), min(r.ContentLength, lim.MaxBodyBytes))
 	if err != nil {
 		c.Response().Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
@@ -186,6 +186,30 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 	return body, nil
+}
+
+// readAll reads r to its end into a buffer sized for the size announced
+// (Content-Length; -1 when unknown), so a body that keeps its word is read
+// into one allocation instead of io.ReadAll's doubling copies. The
+// announcement only sizes the buffer: what arrives decides.
+func readAll(r io.Reader, announced int64) ([]byte, error) {
+	if announced <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, announced+1) // +1: the read that finds the end needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // more than announced: grow as append does
+		}
+	}
 }
 
 func (g *Gateway) limits(c echo.Context) openai.Limits {

@@ -54,7 +54,7 @@ type ChatRequest struct {
 
 type chatWire struct {
 	Model               *string         `json:"model"`
-	Messages            json.RawMessage `json:"messages"`
+	Messages            []messageWire   `json:"messages"` // decoded with the body: one pass (nil: absent or null)
 	Stream              *bool           `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	Temperature         *float64        `json:"temperature"`
@@ -117,7 +117,7 @@ func DecodeChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
 	l = l.withDefaults()
 	var w chatWire
 	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
-		return nil, typeError(err) // CheckBody's message for a refused body
+		return nil, chatTypeError(err) // CheckBody's message for a refused body
 	}
 	req := &ChatRequest{N: 1}
 	if w.Model == nil || *w.Model == "" {
@@ -232,17 +232,11 @@ func checkSampling(temp, topP, presence, frequency *float64) *Error {
 
 var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
-func decodeMessages(raw json.RawMessage, l Limits, neutral **Error) ([]execution.Message, *Error) {
-	if len(nonNull(raw)) == 0 {
+// decodeMessages checks the decoded messages and maps them to the neutral
+// form.
+func decodeMessages(ws []messageWire, l Limits, neutral **Error) ([]execution.Message, *Error) {
+	if ws == nil {
 		return nil, InvalidRequest("messages", "Missing required parameter: 'messages'.")
-	}
-	var ws []messageWire
-	if err := json.Unmarshal(raw, &ws); err != nil {
-		if e := typeError(err); e.Param != "body" && e.Param != "" {
-			e.Param = "messages." + e.Param
-			return nil, e
-		}
-		return nil, InvalidRequest("messages", "Invalid type for 'messages': expected an array of message objects.")
 	}
 	if len(ws) == 0 {
 		return nil, InvalidRequest("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
@@ -259,6 +253,28 @@ func decodeMessages(raw json.RawMessage, l Limits, neutral **Error) ([]execution
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// chatTypeError is typeError for a Chat body, whose messages are decoded
+// with it: a type error inside them reads as the field within a message
+// (param messages.<field>), and messages that are not an array of
+// objects say so.
+func chatTypeError(err error) *Error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return typeError(err)
+	}
+	switch {
+	case te.Field == "messages":
+		return InvalidRequest("messages", "Invalid type for 'messages': expected an array of message objects.")
+	case strings.HasPrefix(te.Field, "messages."):
+		inner := *te
+		inner.Field = strings.TrimPrefix(te.Field, "messages.")
+		e := typeError(&inner)
+		e.Param = "messages." + e.Param
+		return e
+	}
+	return typeError(err)
 }
 
 func decodeMessage(i int, w messageWire, neutral **Error) (execution.Message, *Error) {
@@ -412,12 +428,12 @@ var relayLimits = Limits{MaxDepth: 1024, MaxMessages: 1 << 20, MaxStop: 1 << 10,
 // not the client-facing rules (sampling ranges, OpenAI's stop and tool
 // counts), which the edge applied to the surface the client used.
 func NeutralRun(body []byte) (*execution.RunRequest, *Error) {
-	if err := jsonstrict.Check(body, relayLimits.MaxDepth); err != nil {
-		return nil, InvalidRequest("", "The chat body is not valid JSON: %v.", err)
-	}
 	var w chatWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, typeError(err)
+	if err := jsonstrict.Unmarshal(body, relayLimits.MaxDepth, &w); err != nil {
+		if jsonstrict.IsCheckError(err) {
+			return nil, InvalidRequest("", "The chat body is not valid JSON: %v.", err)
+		}
+		return nil, chatTypeError(err)
 	}
 	var neutral *Error
 	msgs, e := decodeMessages(w.Messages, relayLimits, &neutral)
