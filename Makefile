@@ -105,14 +105,15 @@ proto:
 
 # Benchmarks: iop against a direct connection, a naive Go reverse proxy and
 # a peer gateway (Portkey), all on 127.0.0.1, written to docs/benchmarks.md,
-# with the goal table (pass/fail per cell). BASELINE=path/to/older/iop adds
+# with the goal table (pass/fail per cell), and the summary table of both
+# node-link channels beside the floor into docs/performance.md. BASELINE=path/to/older/iop adds
 # that binary's figures to the same run ("before:" rows).
 PEER_DIR := cmd/iop-bench/testdata/peer
 
 bench: build bench-allocs
 	npm ci --prefix $(PEER_DIR) --no-audit --no-fund
 	$(GO) build -o bin/iop-bench ./cmd/iop-bench
-	./bin/iop-bench run -iop $(BIN) -portkey $(PEER_DIR) -out docs/benchmarks.md $(if $(BASELINE),-baseline $(BASELINE))
+	./bin/iop-bench run -iop $(BIN) -portkey $(PEER_DIR) -out docs/benchmarks.md -summary docs/performance.md $(if $(BASELINE),-baseline $(BASELINE))
 
 # Allocation benchmarks of the per-request and per-chunk paths (time and
 # allocations per operation), so regressions show in review.

@@ -76,6 +76,7 @@ func runBench(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "write the Markdown report here (and the plot next to it)")
 	chunks := fs.Int("chunks", 32, "content chunks per stream")
 	baseline := fs.String("baseline", "", "an earlier iop binary, measured side by side (variants labelled \"before: …\")")
+	summaryOut := fs.String("summary", "", "also write the goal summary (both channels and the floor) into this Markdown file, between its markers")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -175,6 +176,11 @@ func runBench(ctx context.Context, args []string) error {
 		res.add(v.label, "peak_rss_mb", float64(peak)/1024)
 	}
 	report := render(env, pl, variants, res, *chunks)
+	if *summaryOut != "" {
+		if err := writeSummary(*summaryOut, summaryTable(env, pl, res)); err != nil {
+			return err
+		}
+	}
 	if *out == "" {
 		fmt.Print(report.markdown)
 		return nil

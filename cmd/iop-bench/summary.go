@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// The summary is the one table docs/performance.md carries: the goal
+// metrics of both node-link channels (tunnel path, the default) beside the
+// floor, from one run. It replaces what stands between the markers.
+const (
+	summaryBegin = "<!-- iop-bench summary: written by make bench, do not edit -->"
+	summaryEnd   = "<!-- end of iop-bench summary -->"
+)
+
+// summaryColumns are the systems of the table, floor first; a baseline's
+// ("before:") columns follow when the run has them.
+func summaryColumns(res results) []string {
+	cols := []string{"naive proxy"}
+	for _, prefix := range []string{"", "before: "} {
+		for _, l := range []string{"iop dev tunnel", "iop split tunnel"} {
+			if len(res[prefix+l]) > 0 {
+				cols = append(cols, prefix+l)
+			}
+		}
+	}
+	return cols
+}
+
+// summaryTable renders the goal metrics: the floor's absolute figures,
+// iop's with their ratio (or difference) to the floor and ✅/❌ against
+// the column's channel goal.
+func summaryTable(env string, pl plan, res results) string {
+	const floor = "naive proxy"
+	cols := summaryColumns(res)
+	head := []string{"metric"}
+	for _, c := range cols {
+		head = append(head, columnName(c))
+	}
+	head = append(head, "goal: co-located / split")
+	t := table{head: head}
+	ratioRow := func(name, metric, format string, bound func(channelGoals) float64, atLeast bool) {
+		row := []string{name}
+		fv, fok := res.median(floor, metric)
+		for _, c := range cols {
+			v, ok := res.median(c, metric)
+			if c == floor || !ok || !fok || fv == 0 {
+				row = append(row, f(v, ok, format))
+				continue
+			}
+			r := v / fv
+			met := r <= bound(goalsOf(c))
+			if atLeast {
+				met = r >= bound(goalsOf(c))
+			}
+			row = append(row, fmt.Sprintf(format+", %.2f× %s", v, r, mark(met)))
+		}
+		cmp := "≤"
+		if atLeast {
+			cmp = "≥"
+		}
+		t.rows = append(t.rows, append(row, fmt.Sprintf("%s %.2g× / %.2g×", cmp, bound(colocatedGoals), bound(splitGoals))))
+	}
+	ratioRow("CPU per JSON request (µs)", "cpu_us_per_req", "%.0f", func(c channelGoals) float64 { return c.cpuPerRequest }, false)
+	ratioRow("CPU per SSE chunk (µs)", "cpu_us_per_chunk", "%.1f", func(c channelGoals) float64 { return c.cpuPerChunk }, false)
+	ratioRow("requests/s at c=64", "rps64", "%.0f", func(c channelGoals) float64 { return c.rps }, true)
+
+	row := []string{"time to first token at 64 streams, p50 (ms)"}
+	fv, fok := res.median(floor, "ttft64_p50_ms")
+	for _, c := range cols {
+		v, ok := res.median(c, "ttft64_p50_ms")
+		if c == floor || !ok || !fok {
+			row = append(row, f(v, ok, "%.2f"))
+			continue
+		}
+		row = append(row, fmt.Sprintf("%.2f, %+.2f ms %s", v, v-fv, mark(v-fv <= goalsOf(c).addedTTFT)))
+	}
+	t.rows = append(t.rows, append(row, fmt.Sprintf("floor + %.0f ms / + %.0f ms", colocatedGoals.addedTTFT, splitGoals.addedTTFT)))
+
+	for _, n := range pl.openStreams {
+		key := fmt.Sprintf("kib_per_stream_%d", n)
+		row := []string{fmt.Sprintf("memory per held stream at %d (KiB)", n)}
+		for _, c := range cols {
+			v, ok := res.median(c, key)
+			if c == floor || !ok {
+				row = append(row, f(v, ok, "%.1f"))
+				continue
+			}
+			row = append(row, fmt.Sprintf("%.1f %s", v, mark(v <= goalsOf(c).kibPerStream)))
+		}
+		t.rows = append(t.rows, append(row, fmt.Sprintf("≤ %.0f KiB / ≤ %.0f KiB", colocatedGoals.kibPerStream, splitGoals.kibPerStream)))
+	}
+
+	row = []string{"truncated or malformed streams"}
+	for _, c := range cols {
+		n, seen := 0.0, false
+		for _, k := range []string{"truncated", "soak_truncated"} {
+			for _, x := range res[c][k] {
+				n, seen = n+x, true
+			}
+		}
+		row = append(row, f(n, seen, "%.0f"))
+	}
+	t.rows = append(t.rows, append(row, "0 / 0"))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nMachine: %s; %d repetition(s), medians. iop dev is the co-located deployment (its node on the in-process channel); iop split an edge and a node in two processes (the TCP link), both summed. Every figure is from the same run as the floor's (the naive `httputil.ReverseProxy`); the full report is [benchmarks.md](benchmarks.md).\n\n", summaryBegin, env, pl.reps)
+	b.WriteString(t.String())
+	b.WriteString("\n" + summaryEnd)
+	return b.String()
+}
+
+func columnName(label string) string {
+	switch strings.TrimPrefix(label, "before: ") {
+	case "naive proxy":
+		return "floor (naive proxy)"
+	case "iop dev tunnel":
+		label = strings.Replace(label, "iop dev tunnel", "co-located (iop dev, in-process channel)", 1)
+	case "iop split tunnel":
+		label = strings.Replace(label, "iop split tunnel", "split (gateway + node, TCP link)", 1)
+	}
+	return label
+}
+
+func mark(met bool) string {
+	if met {
+		return "✅"
+	}
+	return "❌"
+}
+
+// writeSummary replaces the summary between the markers of the file at
+// path; the file must carry both.
+func writeSummary(path, summary string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	i, j := bytes.Index(doc, []byte(summaryBegin)), bytes.Index(doc, []byte(summaryEnd))
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %q … %q block for the summary", path, summaryBegin, summaryEnd)
+	}
+	out := append(append(append([]byte{}, doc[:i]...), summary...), doc[j+len(summaryEnd):]...)
+	return os.WriteFile(path, out, 0o644)
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSummaryTable: the summary holds each channel's figures against the
+// floor of the same run, marked against that channel's goal, and replaces
+// only what stands between the markers of the page.
+func TestSummaryTable(t *testing.T) {
+	res := results{}
+	for label, v := range map[string][]float64{ // cpu/req, cpu/chunk, rps64, ttft64, KiB/stream
+		"naive proxy":      {100, 10, 6000, 20, 57},
+		"iop dev tunnel":   {110, 11.5, 5400, 20.5, 70},
+		"iop split tunnel": {250, 19, 3000, 22, 90},
+	} {
+		for i, m := range []string{"cpu_us_per_req", "cpu_us_per_chunk", "rps64", "ttft64_p50_ms", "kib_per_stream_1000"} {
+			res.add(label, m, v[i])
+		}
+		res.add(label, "truncated", 0)
+	}
+	got := summaryTable("test machine", plan{reps: 3, openStreams: []int{1000}}, res)
+	for _, want := range []string{
+		"| CPU per JSON request (µs) | 100 | 110, 1.10× ✅ | 250, 2.50× ❌ | ≤ 1.2× / 2× |",
+		"| requests/s at c=64 | 6000 | 5400, 0.90× ✅ | 3000, 0.50× ❌ |",
+		"| time to first token at 64 streams, p50 (ms) | 20.00 | 20.50, +0.50 ms ✅ | 22.00, +2.00 ms ✅ |",
+		"| memory per held stream at 1000 (KiB) | 57.0 | 70.0 ❌ | 90.0 ✅ |",
+		"| truncated or malformed streams | 0 | 0 | 0 | 0 / 0 |",
+		"Machine: test machine; 3 repetition(s)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	page := filepath.Join(t.TempDir(), "performance.md")
+	_ = os.WriteFile(page, []byte("# Title\n\n"+summaryBegin+"\nold\n"+summaryEnd+"\n\nprose stays\n"), 0o644)
+	if err := writeSummary(page, got); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(page)
+	if s := string(b); !strings.HasPrefix(s, "# Title\n\n"+summaryBegin) || strings.Contains(s, "old") || !strings.HasSuffix(s, summaryEnd+"\n\nprose stays\n") {
+		t.Fatalf("page after the summary was written:\n%s", s)
+	}
+	_ = os.WriteFile(page, []byte("no markers"), 0o644)
+	if err := writeSummary(page, got); err == nil {
+		t.Fatal("a page without markers was written")
+	}
+}
