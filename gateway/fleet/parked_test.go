@@ -233,17 +233,23 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}}
 	}
 	terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
-
-	st := parkReusable(t, ctx, client, gen)
-	e.waitParked(t, "n1", 1)
-	for i, id := range []string{"r1", "r2", "r3"} {
+	// dispatch sends run id to the node's parked stream st, which receives it.
+	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn {
+		t.Helper()
 		ac, err := e.hub.Open(ctx, owner, run(id))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if m, err := st.Recv(); err != nil || m.GetRun().GetRunId() != id {
-			t.Fatalf("attempt %d on the reused stream: %v %v", i+1, m, err)
+			t.Fatalf("%s on the parked stream: %v %v", id, m, err)
 		}
+		return ac
+	}
+
+	st := parkReusable(t, ctx, client, gen)
+	e.waitParked(t, "n1", 1)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		ac := dispatch(st, id)
 		if err := st.Send(terminal); err != nil {
 			t.Fatal(err)
 		}
@@ -267,14 +273,7 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	}
 
 	// Cancelled before its terminal: the stream ends, nothing is reparked.
-	ac, err := e.hub.Open(ctx, owner, run("r4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Recv(); err != nil {
-		t.Fatal(err)
-	}
-	ac.End()
+	dispatch(st, "r4").End()
 	if m, err := st.Recv(); err == nil {
 		t.Fatalf("a cancelled attempt's stream got %v, want its end", m)
 	}
@@ -282,13 +281,7 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	// Not opened reusable: a finished attempt ends its stream.
 	plain := park(t, ctx, client, gen)
 	e.waitParked(t, "n1", 1)
-	if ac, err = e.hub.Open(ctx, owner, run("r5")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := plain.Recv(); err != nil {
-		t.Fatal(err)
-	}
-	ac.Finish()
+	dispatch(plain, "r5").Finish()
 	if m, err := plain.Recv(); err == nil {
 		t.Fatalf("a stream not opened reusable got %v after its attempt, want its end", m)
 	}
@@ -296,13 +289,7 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	// A reopen that names another generation is refused.
 	st = parkReusable(t, ctx, client, gen)
 	e.waitParked(t, "n1", 1)
-	if ac, err = e.hub.Open(ctx, owner, run("r6")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Recv(); err != nil {
-		t.Fatal(err)
-	}
-	ac.Finish()
+	dispatch(st, "r6").Finish()
 	if m, err := st.Recv(); err != nil || m.GetReparked() == nil {
 		t.Fatalf("got %v %v, want Reparked", m, err)
 	}

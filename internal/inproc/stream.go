@@ -117,24 +117,34 @@ func (c *clientStream) SendMsg(m any) error {
 	}
 }
 
+// RecvMsg takes the handler's next message; after its end, io.EOF or its
+// status (what it sent before returning comes first).
 func (c *clientStream) RecvMsg(m any) error {
-	select {
-	case v := <-c.down:
-		return c.copy(m, v)
-	case <-c.done:
-		// What the handler sent before it returned comes first.
-		select {
-		case v := <-c.down:
-			return c.copy(m, v)
-		default:
-		}
+	return (*stream)(c).take(m, c.down, c.done, c.cctx, func() error {
 		c.ccancel()
 		if c.err == nil {
 			return io.EOF
 		}
 		return c.err
-	case <-c.cctx.Done():
-		return ctxErr(c.cctx)
+	})
+}
+
+// take receives the next message of ch into m. When end is closed, a
+// message sent before it still comes first, then ended's error; an ended
+// ctx is its status.
+func (s *stream) take(m any, ch chan any, end <-chan struct{}, ctx context.Context, ended func() error) error {
+	select {
+	case v := <-ch:
+		return s.copy(m, v)
+	case <-end:
+		select {
+		case v := <-ch:
+			return s.copy(m, v)
+		default:
+		}
+		return ended()
+	case <-ctx.Done():
+		return ctxErr(ctx)
 	}
 }
 
@@ -177,20 +187,9 @@ func (s *serverStream) SendMsg(m any) error {
 	}
 }
 
+// RecvMsg takes the client's next message; io.EOF once it half-closed.
 func (s *serverStream) RecvMsg(m any) error {
-	select {
-	case v := <-s.up:
-		return s.copy(m, v)
-	case <-s.closed:
-		select {
-		case v := <-s.up:
-			return s.copy(m, v)
-		default:
-		}
-		return io.EOF
-	case <-s.sctx.Done():
-		return ctxErr(s.sctx)
-	}
+	return (*stream)(s).take(m, s.up, s.closed, s.sctx, func() error { return io.EOF })
 }
 
 // transportStream lets a handler use grpc.SetHeader, SendHeader and
