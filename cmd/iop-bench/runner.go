@@ -176,19 +176,26 @@ func runBench(ctx context.Context, args []string) error {
 		res.add(v.label, "peak_rss_mb", float64(peak)/1024)
 	}
 	report := render(env, pl, variants, res, *chunks)
-	if *summaryOut != "" {
-		if err := writeSummary(*summaryOut, summaryTable(env, pl, res)); err != nil {
-			return err
-		}
-	}
-	if *out == "" {
-		fmt.Print(report.markdown)
-		return nil
-	}
-	if err := os.WriteFile(*out, []byte(report.markdown), 0o644); err != nil {
+	if err := writeReport(*out, report); err != nil {
 		return err
 	}
-	return os.WriteFile(svgPath(*out), []byte(report.svg), 0o644)
+	if *summaryOut != "" {
+		return writeSummary(*summaryOut, summaryTable(env, pl, res))
+	}
+	return nil
+}
+
+// writeReport writes the report to out and its plot beside it, or the
+// report to standard output when out is empty.
+func writeReport(out string, r report) error {
+	if out == "" {
+		fmt.Print(r.markdown)
+		return nil
+	}
+	if err := os.WriteFile(out, []byte(r.markdown), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(svgPath(out), []byte(r.svg), 0o644)
 }
 
 // iopVariants starts iop dev (and split, unless the plan skips it) from
