@@ -11,8 +11,8 @@ import (
 
 // Command answers one provider command from the wire. The closed allowlist
 // is checked before any provider lookup. capabilities and transport_status
-// produce a single CommandResult (sendResult); ollama_api streams frames
-// (sendFrame) under the same watchdog as a tunnel.
+// produce a single CommandResult; ollama_api streams frames under the same
+// watchdog as a tunnel.
 func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command, send func(*wire.AttemptUp) error) {
 	b.startCommand(ctx, sess, m, send, nil).wait(ctx)
 }

@@ -426,10 +426,15 @@ func refused(send func(*wire.AttemptUp) error, ended func(), m *wire.AttemptUp) 
 	if ended != nil {
 		ended()
 	}
-	done := make(chan struct{})
-	close(done)
-	return started{done: done, end: func() {}}
+	return started{done: alreadyDone, end: func() {}}
 }
+
+// alreadyDone is the done of work that never started.
+var alreadyDone = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // wait waits for the terminal, or for ctx to end (the edge went away),
 // and ends the attempt.

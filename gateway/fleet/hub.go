@@ -717,11 +717,14 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
 	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
-	for {
+	for reopened := false; ; reopened = true {
 		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetParked() && open.GetReusable()}
 		if open.GetParked() {
 			if err := h.parkAttempt(a); err != nil {
 				return err
+			}
+			if reopened {
+				h.metrics.reparked.Inc()
 			}
 		} else if err := h.deliver(open.GetDispatchId(), a); err != nil {
 			return err
@@ -758,7 +761,6 @@ func (h *Hub) repark(stream wire.NodeLink_AttemptServer, a *AttemptConn) (*wire.
 	if open == nil || !open.GetParked() || open.GetConnectionGeneration() != a.reception.ConnectionGeneration {
 		return nil, status.Error(codes.InvalidArgument, "a reparked stream must be opened again, parked, for its connection generation")
 	}
-	h.metrics.reparked.Inc()
 	return open, nil
 }
 

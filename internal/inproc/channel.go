@@ -107,11 +107,9 @@ var _ net.Addr = addr{}
 // ended by the client's cancellation or deadline, or when the handler
 // returns.
 func serverContext(client context.Context, sts grpc.ServerTransportStream) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.Background(), context.CancelFunc(nil)
+	ctx, cancel := context.WithCancel(context.Background())
 	if d, ok := client.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(ctx, d)
-	} else {
-		ctx, cancel = context.WithCancel(ctx)
+		ctx, cancel = context.WithDeadline(context.Background(), d)
 	}
 	if md, ok := metadata.FromOutgoingContext(client); ok {
 		ctx = metadata.NewIncomingContext(ctx, md)
