@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -96,10 +97,11 @@ func (r *responder) setHead(status int, h http.Header) {
 func (r *responder) write(p []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.writeLocked(p)
+	return r.writeLocked(p, true)
 }
 
-func (r *responder) writeLocked(p []byte) error {
+// writeLocked writes p, flushing it to the client when flush is set.
+func (r *responder) writeLocked(p []byte, flush bool) error {
 	if r.failed != nil {
 		return r.failed
 	}
@@ -133,7 +135,7 @@ func (r *responder) writeLocked(p []byte) error {
 	} else if n == 1 {
 		r.lastTail = [2]byte{r.lastTail[1], p[0]}
 	}
-	if err == nil {
+	if err == nil && flush {
 		err = r.rc.Flush()
 	}
 	if err != nil {
@@ -180,7 +182,7 @@ func (r *responder) release() error {
 	defer r.mu.Unlock()
 	p := r.held
 	r.held, r.heldCount = nil, 0
-	return r.writeLocked(p)
+	return r.writeLocked(p, true)
 }
 
 // discardHeld drops held output of a failed attempt.
@@ -220,7 +222,7 @@ func (r *responder) terminal() {
 }
 
 // respond writes a complete response (status, headers, body) when nothing
-// was committed yet, and marks it terminal.
+// was committed yet, with its Content-Length, and marks it terminal.
 func (r *responder) respond(status int, h http.Header, body []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -240,7 +242,12 @@ func (r *responder) respond(status int, h http.Header, body []byte) error {
 		r.state, r.commitAt = TerminalCommitted, time.Now()
 		return nil
 	}
-	err := r.writeLocked(body)
+	// A whole body goes out with its length and is not flushed here: the
+	// server writes the head and the body in one write when the handler
+	// returns (after its log and metrics, as a chunked body's last chunk
+	// was), and the client reads no chunked framing.
+	r.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	err := r.writeLocked(body, false)
 	r.state = TerminalCommitted
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,46 @@ func TestInvalidNodeStatusNeverReachesTheClient(t *testing.T) {
 				t.Fatalf("status %d hold %v: client got %d %q", status, hold, w.Code, w.Body.String())
 			}
 		}
+	}
+}
+
+// TestWholeAnswerCarriesItsLength: a tunnelled JSON answer is sent with
+// the edge's Content-Length (not the node's, which is never relayed) in
+// one write at the handler's end, not flushed and chunked; a stream is
+// still flushed as it goes.
+func TestWholeAnswerCarriesItsLength(t *testing.T) {
+	body := `{"id":"x","object":"chat.completion","choices":[]}`
+	for _, tc := range []struct {
+		name, ct, body string
+		stream         bool
+	}{
+		{"json", "application/json", body, false},
+		{"sse", "text/event-stream", "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string][]string{"Content-Type": {tc.ct}, "Content-Length": {"9999"}}
+			items := []Item{
+				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200, Header: hdr}),
+				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte(tc.body)}),
+				frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}),
+			}
+			d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "p", items: items}}}
+			cfg := Config{Dispatcher: d}.WithDefaults()
+			rec := httptest.NewRecorder()
+			Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: tc.stream, Model: "m"}, rec)
+			if rec.Code != 200 || rec.Body.String() != tc.body {
+				t.Fatalf("%d %q", rec.Code, rec.Body.String())
+			}
+			wantLen := ""
+			if !tc.stream {
+				wantLen = strconv.Itoa(len(tc.body))
+			}
+			if got := rec.Header().Get("Content-Length"); got != wantLen {
+				t.Fatalf("Content-Length %q, want %q", got, wantLen)
+			}
+			if rec.Flushed == !tc.stream {
+				t.Fatalf("flushed %v for a stream=%v answer", rec.Flushed, tc.stream)
+			}
+		})
 	}
 }
