@@ -188,20 +188,22 @@ func (o *Observer) chat(data []byte) {
 	if o.open == nil {
 		o.open = map[int]bool{}
 	}
-	o.Output.event(chatOutput(c, false))
 	choices := c.GetArray("choices")
+	output := 0
 	for _, ch := range choices {
-		if present(ch.Get("delta", "tool_calls")) || present(ch.Get("delta", "function_call")) {
+		cc := readChatChoice(ch, false)
+		output += cc.output
+		if cc.toolCall {
 			o.ToolCall = true
 		}
-		i := ch.GetInt("index")
-		if _, seen := o.open[i]; !seen {
-			o.open[i] = true
+		if _, seen := o.open[cc.index]; !seen {
+			o.open[cc.index] = true
 		}
-		if len(ch.GetStringBytes("finish_reason")) > 0 {
-			o.open[i] = false
+		if cc.finished {
+			o.open[cc.index] = false
 		}
 	}
+	o.Output.event(output)
 	if len(choices) > 0 && allFinished(o.open) {
 		o.Done = true
 	}

@@ -31,26 +31,110 @@ func (o *Output) event(n int) {
 // chatOutput is the output bytes of one Chat (or legacy Completions)
 // chunk, or of a whole answer's choices when whole (message, not delta).
 func chatOutput(c *fastjson.Value, whole bool) int {
+	n := 0
+	for _, ch := range c.GetArray("choices") {
+		n += readChatChoice(ch, whole).output
+	}
+	return n
+}
+
+// chatChoice is what the observer reads of one choice.
+type chatChoice struct {
+	index    int
+	finished bool // a non-empty finish_reason
+	toolCall bool // the delta or message carries tool_calls or function_call
+	output   int  // generated output bytes, as decoded from the JSON strings
+}
+
+// readChatChoice reads one choice in a single pass over its members and
+// its delta's (message's, when whole): one visit instead of a lookup,
+// each scanning every key, per field. As with a lookup, the first of
+// duplicated members counts.
+func readChatChoice(ch *fastjson.Value, whole bool) (c chatChoice) {
+	obj, err := ch.Object()
+	if err != nil {
+		return c
+	}
 	part := "delta"
 	if whole {
 		part = "message"
 	}
-	n := 0
-	for _, ch := range c.GetArray("choices") {
-		n += len(ch.GetStringBytes("text")) // legacy completions
-		m := ch.Get(part)
-		if m == nil {
-			continue
+	var seen members
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "index":
+			if seen.first(0) {
+				c.index = v.GetInt()
+			}
+		case "finish_reason":
+			if seen.first(1) {
+				c.finished = len(v.GetStringBytes()) > 0
+			}
+		case "text": // legacy completions
+			if seen.first(2) {
+				c.output += len(v.GetStringBytes())
+			}
+		case part:
+			if seen.first(3) {
+				readChatMessage(v, &c)
+			}
 		}
-		for _, k := range [...]string{"content", "reasoning_content", "reasoning", "refusal"} {
-			n += len(m.GetStringBytes(k))
-		}
-		for _, tc := range m.GetArray("tool_calls") {
-			n += len(tc.GetStringBytes("function", "name")) + len(tc.GetStringBytes("function", "arguments"))
-		}
-		n += len(m.GetStringBytes("function_call", "name")) + len(m.GetStringBytes("function_call", "arguments"))
+	})
+	return c
+}
+
+// readChatMessage adds a delta's or message's output and tool calls to c.
+func readChatMessage(m *fastjson.Value, c *chatChoice) {
+	obj, err := m.Object()
+	if err != nil {
+		return
 	}
-	return n
+	var seen members
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "content", "reasoning_content", "reasoning", "refusal":
+			if seen.first(textMember(k)) {
+				c.output += len(v.GetStringBytes())
+			}
+		case "tool_calls":
+			if seen.first(4) {
+				c.toolCall = c.toolCall || present(v)
+				for _, tc := range v.GetArray() {
+					c.output += len(tc.GetStringBytes("function", "name")) + len(tc.GetStringBytes("function", "arguments"))
+				}
+			}
+		case "function_call":
+			if seen.first(5) {
+				c.toolCall = c.toolCall || present(v)
+				c.output += len(v.GetStringBytes("name")) + len(v.GetStringBytes("arguments"))
+			}
+		}
+	})
+}
+
+// textMember numbers a message's text members for members.first.
+func textMember(k []byte) int {
+	switch string(k) {
+	case "content":
+		return 0
+	case "reasoning_content":
+		return 1
+	case "reasoning":
+		return 2
+	}
+	return 3 // refusal
+}
+
+// members remembers which of an object's members (by number) were seen.
+type members uint8
+
+// first reports whether member i is seen for the first time.
+func (m *members) first(i int) bool {
+	if *m&(1<<i) != 0 {
+		return false
+	}
+	*m |= 1 << i
+	return true
 }
 
 // responsesOutput is the output bytes of one Responses stream event.

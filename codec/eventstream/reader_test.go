@@ -41,6 +41,8 @@ func TestSSEFraming(t *testing.T) {
 		{"two spaces keep one", "data:  x\n\n", []got{{Data: " x"}}},
 		{"CRLF", "event: e\r\ndata: a\r\n\r\n", []got{{Name: "e", Data: "a"}}},
 		{"CR only", "data: a\rdata: b\r\r", []got{{Data: "a\nb"}}},
+		{"mixed ends", "data: a\rdata: b\r\ndata: c\n\rdata: d\r\rdata: e\n\n", []got{{Data: "a\nb\nc"}, {Data: "d"}, {Data: "e"}}},
+		{"CRs before a far LF", "data: a\r\rdata: b\r\r: " + strings.Repeat("z", 50) + "\ndata: c\n\n", []got{{Data: "a"}, {Data: "b"}, {Data: "c"}}},
 		{"comments ignored", ": ping\n\n: keep-alive\ndata: x\n\n", []got{{Data: "x"}}},
 		{"multi-line data", "data: one\ndata: two\n\n", []got{{Data: "one\ntwo"}}},
 		{"event and id", "id: 7\nevent: response.created\ndata: {}\n\n", []got{{Name: "response.created", Data: "{}", ID: "7"}}},
