@@ -14,7 +14,7 @@ import (
 // produce a single CommandResult; ollama_api streams frames under the same
 // watchdog as a tunnel.
 func (b *Bridge) Command(ctx context.Context, sess *Session, m *wire.Command, send func(*wire.AttemptUp) error) {
-	b.startCommand(ctx, sess, m, send, nil).wait(ctx)
+	b.startCommand(ctx, sess, m, send, nil).background(&b.providers).wait(ctx)
 }
 
 // startCommand answers a command with one result, or starts an

@@ -238,7 +238,7 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
-	a.serve(actx, cancel, sess, st, down, false)
+	a.serve(actx, cancel, sess, st, down, false, endsAttempt(st, cancel))
 }
 
 // parked keeps one Attempt stream open ahead of work, and runs the work
@@ -253,13 +253,14 @@ func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Se
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, down, err := openAttempt(actx, client, parkedOpen(sess))
+	inline := err == nil && endsAttempt(st, cancel)
 	for err == nil {
 		// Work arrived on a parked stream.
 		if sess.idle.Add(-1) < (sess.parkTarget+1)/2 && ctx.Err() == nil && !a.draining.Load() {
 			sess.idle.Add(1)
 			attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
 		}
-		if !a.serve(actx, cancel, sess, st, down, true) || ctx.Err() != nil || a.draining.Load() {
+		if !a.serve(actx, cancel, sess, st, down, true, inline) || ctx.Err() != nil || a.draining.Load() {
 			return
 		}
 		if sess.idle.Add(1) > sess.parkTarget {
@@ -299,12 +300,14 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 // work and then reads the stream until the edge ends it — the edge
 // ending the stream (or the connection dying) cancels the work — or, on
 // a reusable stream, reparks it after the terminal: serve then reports
-// true, and the stream may carry the next attempt. An attempt costs the
-// node this goroutine and its provider's, no watcher beside them. Once
-// the terminal is sent the node half-closes (a stream that cannot be
-// reparked) and gives the edge attemptDrainTimeout to end or repark the
-// stream before ending it here.
-func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown, reusable bool) (reparked bool) {
+// true, and the stream may carry the next attempt. Over the network an
+// attempt costs the node this goroutine and its provider's, no watcher
+// beside them; inline (a stream whose end cancels ctx without being
+// read, see endsAttempt) the provider runs on this goroutine before it
+// reads. Once the terminal is sent the node half-closes (a stream that
+// cannot be reparked) and gives the edge attemptDrainTimeout to end or
+// repark the stream before ending it here.
+func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown, reusable, inline bool) (reparked bool) {
 	var drain atomic.Pointer[clock.Timer]
 	ended := func() {
 		if !reusable {
@@ -314,6 +317,11 @@ func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Sess
 		drain.Store(&t)
 	}
 	work := a.start(ctx, sess, st, down, ended)
+	if inline {
+		work.here()
+	} else {
+		work.background(&a.bridge.providers)
+	}
 	for {
 		m, err := st.Recv()
 		if err != nil {
@@ -366,4 +374,28 @@ func (a *Agent) advertisement() *wire.Advertisement {
 		})
 	}
 	return ad
+}
+
+// streamEnd is a client stream that reports the server's end without
+// being read: the in-process channel's (internal/inproc).
+type streamEnd interface {
+	AfterEnd(f func()) (stop func() bool)
+}
+
+// endsAttempt arranges for cancel to run when the edge ends st, and
+// reports whether it could: on the in-process channel the edge's end
+// reaches the node as a call, so an attempt needs no goroutine reading
+// the stream beside its provider. A network stream learns of the end
+// only by reading (false).
+func endsAttempt(st wire.NodeLink_AttemptClient, cancel context.CancelFunc) bool {
+	g, ok := st.(*grpc.GenericClientStream[wire.AttemptUp, wire.AttemptDown])
+	if !ok {
+		return false
+	}
+	e, ok := g.ClientStream.(streamEnd)
+	if !ok {
+		return false
+	}
+	e.AfterEnd(cancel)
+	return true
 }

@@ -167,7 +167,7 @@ func (b *Bridge) Wait(ctx context.Context) error {
 // with send until exactly one terminal. sess is the transport session the
 // request came on; nil marks an unbound path (no health_observation_seq).
 func (b *Bridge) Run(ctx context.Context, sess *Session, m *wire.RunRequest, send func(*wire.AttemptUp) error) {
-	b.startRun(ctx, sess, m, send, nil).wait(ctx)
+	b.startRun(ctx, sess, m, send, nil).background(&b.providers).wait(ctx)
 }
 
 // startRun starts Run's attempt and returns at once; ended (if not nil)
@@ -209,7 +209,7 @@ func (b *Bridge) startRun(ctx context.Context, sess *Session, m *wire.RunRequest
 // Tunnel executes a ProviderTunnelRequest from the wire and sends its
 // frames with send until exactly one terminal.
 func (b *Bridge) Tunnel(ctx context.Context, sess *Session, m *wire.ProviderTunnelRequest, send func(*wire.AttemptUp) error) {
-	b.startTunnel(ctx, sess, m, send, nil).wait(ctx)
+	b.startTunnel(ctx, sess, m, send, nil).background(&b.providers).wait(ctx)
 }
 
 // startTunnel starts Tunnel's attempt and returns at once; ended (if not
@@ -410,14 +410,32 @@ func execSafely(ctx context.Context, exec func(context.Context) error, log *slog
 	return exec(ctx)
 }
 
-// started is an attempt under way: done is closed once its terminal was
-// delivered, and end (called once, by its owner) finishes it — a
+// started is an attempt admitted and watched, its provider not yet run:
+// done is closed once its terminal was delivered, and end (called once, by its owner) finishes it — a
 // cancelled terminal if none was delivered yet (the edge went away), the
 // watchdog halted, the provider's context cancelled, the admission
 // released.
 type started struct {
 	done <-chan struct{}
+	run  func() // the provider's work; nil when none started
 	end  func()
+}
+
+// background runs the provider on a goroutine of its own (tracked by g),
+// which may outlive an unconfirmed fence: its owner is free to read the
+// stream the attempt came on.
+func (s started) background(g *sync.WaitGroup) started {
+	if s.run != nil {
+		g.Go(s.run)
+	}
+	return s
+}
+
+// here runs the provider on the caller's goroutine, until it returns.
+func (s started) here() {
+	if s.run != nil {
+		s.run()
+	}
 }
 
 // refused sends a terminal for work that never started.
@@ -453,15 +471,14 @@ func (s started) then(f func()) started {
 	return s
 }
 
-// startAttempt admits the attempt and starts the provider (on a
-// goroutine of its own, which may outlive an unconfirmed fence) and its
-// watchdog.
+// startAttempt admits the attempt and starts its watchdog; the provider
+// runs when the owner calls the result's background or here.
 func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watchdog) started {
 	pctx, cancel := context.WithCancel(ctx)
 	release := b.admit(&attemptState{id: s.id, provider: s.desc.ProviderID, cancel: cancel})
 
 	released := make(chan struct{})
-	b.providers.Go(func() {
+	run := func() {
 		defer close(released)
 		err := execSafely(pctx, s.exec, b.log, s.desc.ProviderID)
 		switch {
@@ -471,7 +488,7 @@ func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *wa
 			logUpstreamFailure(b.log, s.desc.ProviderID, err)
 			s.sink.Emit(s.terminal(err))
 		}
-	})
+	}
 	hooks := watchHooks{
 		claim:    s.sink.Claim,
 		cancel:   cancel,
@@ -492,7 +509,7 @@ func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *wa
 		hooks.seq = s.sess.NextObservationSeq
 	}
 	w.start(hooks)
-	return started{done: s.sink.Done(), end: func() {
+	return started{done: s.sink.Done(), run: run, end: func() {
 		// Without a terminal yet the edge went away: fence the attempt and
 		// end it here.
 		if s.sink.Claim() {

@@ -157,6 +157,54 @@ func TestClientCancelEndsTheHandler(t *testing.T) {
 	}
 }
 
+// TestAfterEndTellsTheClientWithoutARead: the client learns that the
+// handler returned (or that its own context ended) through AfterEnd,
+// with no goroutine of its own reading the stream; a stopped AfterEnd
+// never runs.
+func TestAfterEndTellsTheClientWithoutARead(t *testing.T) {
+	finish := make(chan struct{})
+	ch := newEcho(t, func(ss grpc.ServerStream) error {
+		<-finish
+		return nil
+	}, nil)
+	type ender interface{ AfterEnd(func()) func() bool }
+	told, never := make(chan struct{}), make(chan struct{})
+	st := open(t, t.Context(), ch)
+	st.ClientStream.(ender).AfterEnd(func() { close(told) })
+	stop := st.ClientStream.(ender).AfterEnd(func() { close(never) })
+	if !stop() {
+		t.Fatal("a pending AfterEnd could not be stopped")
+	}
+	select {
+	case <-told:
+		t.Fatal("told of an end before the handler returned")
+	default:
+	}
+	close(finish)
+	select {
+	case <-told:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler returned and the client was not told")
+	}
+	select {
+	case <-never:
+		t.Fatal("a stopped AfterEnd ran")
+	default:
+	}
+
+	// The client's own cancellation ends the stream too.
+	ch2 := newEcho(t, func(ss grpc.ServerStream) error { <-ss.Context().Done(); return nil }, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	told2 := make(chan struct{})
+	open(t, ctx, ch2).ClientStream.(ender).AfterEnd(func() { close(told2) })
+	cancel()
+	select {
+	case <-told2:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client cancelled and AfterEnd did not run")
+	}
+}
+
 // The handler sees the client's outgoing metadata as incoming, a peer,
 // the client's deadline and none of its values; the interceptor runs
 // around it and can refuse the stream.

@@ -73,6 +73,13 @@ type clientStream stream
 
 func (c *clientStream) Context() context.Context { return c.cctx }
 
+// AfterEnd arranges for f to run, on a goroutine of its own, once the
+// stream has ended: the handler returned or the client's context ended.
+// A network client learns of the handler's end only by reading; an
+// in-process one can be told, and need not keep a reader waiting for it.
+// stop cancels the call unless f already started.
+func (c *clientStream) AfterEnd(f func()) (stop func() bool) { return context.AfterFunc(c.sctx, f) }
+
 // Header waits for the handler's header (sent with its first message,
 // by SendHeader, or at its end).
 func (c *clientStream) Header() (metadata.MD, error) {
