@@ -141,15 +141,18 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 // that is a server error — since nothing was committed to the client.
 func (ar *attemptRun) firstEvent(p []byte) *outcome {
 	t := ar.tun
-	t.buf = append(t.buf, p...)
-	if t.obs.Events == 0 && len(t.buf) <= maxTunnelBuffer {
-		return nil
+	held := p // the first event is whole in the first read: nothing to keep
+	if len(t.buf) > 0 || t.obs.Events == 0 {
+		t.buf = append(t.buf, p...)
+		if t.obs.Events == 0 && len(t.buf) <= maxTunnelBuffer {
+			return nil
+		}
+		held = t.buf
 	}
 	if t.obs.FirstIsError {
 		return &outcome{kind: outUpstream, upstream: t.obs.Err}
 	}
 	t.decided = true
-	held := t.buf
 	t.buf = nil
 	if err := ar.out(held); err != nil {
 		return clientGone(err)
