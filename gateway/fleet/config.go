@@ -39,7 +39,8 @@ type NodeLinkConfig struct {
 	// keep open ahead of work: a dispatch goes straight onto one (no
 	// Dispatch message, no stream setup on the request path). Each costs
 	// an idle HTTP/2 stream and a goroutine on both ends. Zero turns
-	// parking off. Default 16, at most 1024.
+	// parking off. A node parks no more than its providers' capacities
+	// add up to. Default 64, at most 1024.
 	ParkedAttempts int `koanf:"parked_attempts"`
 }
 
@@ -74,7 +75,7 @@ func DefaultNodeLimits() NodeLimitsConfig {
 
 // DefaultNodeLink are node_link's defaults.
 func DefaultNodeLink() NodeLinkConfig {
-	return NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 16,
+	return NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 64,
 		StartupGrace: 20 * time.Second}
 }
 

@@ -373,7 +373,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 	if c.heartbeats {
 		// Parked work is checked against heartbeats (watchTakeUp): a node
 		// that does not answer them parks nothing.
-		c.parkLimit = h.link.ParkedAttempts
+		c.parkLimit = parkLimit(h.link.ParkedAttempts, ads)
 	}
 	c.lastPong.Store(h.clock.Now().UnixNano())
 	prev := h.conns[nodeID]

@@ -5,7 +5,23 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/wire"
 )
+
+// parkLimit is how many attempt streams a node may park: the configured
+// number, but no more than the attempts its providers can run at once
+// (their capacities, as accepted): a stream beyond that would never be
+// taken.
+func parkLimit(configured int, ads []*wire.ProviderAdvertisement) int {
+	capacity := 0
+	for _, ad := range ads {
+		capacity += int(ad.GetCapacity())
+		if capacity >= configured {
+			return configured
+		}
+	}
+	return capacity
+}
 
 // maxParkedAttempts bounds node_link.parked_attempts.
 const MaxParkedAttempts = 1024

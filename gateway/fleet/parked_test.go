@@ -26,7 +26,7 @@ func liveSession(t *testing.T, ctx context.Context, c wire.NodeLinkClient, nodeI
 		t.Fatal(err)
 	}
 	if err := st.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: nodeID, Heartbeats: true,
-		Advertisement: &wire.Advertisement{NodeId: nodeID, Providers: []*wire.ProviderAdvertisement{{ProviderId: "p", Models: []string{"m"}}}}}}}); err != nil {
+		Advertisement: &wire.Advertisement{NodeId: nodeID, Providers: []*wire.ProviderAdvertisement{{ProviderId: "p", Models: []string{"m"}, Capacity: 8}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := st.Recv()
@@ -84,6 +84,40 @@ func (e *hubEnv) waitParked(t *testing.T, nodeID string, n int) *nodeConn {
 		return len(c.parked) == n
 	})
 	return c
+}
+
+// TestParkLimitFollowsCapacity: a node parks the configured number of
+// streams, but no more than its providers can run at once.
+func TestParkLimitFollowsCapacity(t *testing.T) {
+	ads := func(caps ...int32) (out []*wire.ProviderAdvertisement) {
+		for _, c := range caps {
+			out = append(out, &wire.ProviderAdvertisement{Capacity: c})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		configured int
+		ads        []*wire.ProviderAdvertisement
+		want       int
+	}{
+		{64, ads(4), 4},
+		{64, ads(4, 10), 14},
+		{64, ads(100000), 64},
+		{64, ads(40, 40), 64},
+		{0, ads(8), 0},
+		{64, nil, 0},
+	} {
+		if got := parkLimit(tc.configured, tc.ads); got != tc.want {
+			t.Errorf("parkLimit(%d, %d ads) = %d, want %d", tc.configured, len(tc.ads), got, tc.want)
+		}
+	}
+	// Through a session: a node of capacity 8 under a limit of 64.
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	e.hub.link.ParkedAttempts = 64
+	_, w := liveSession(t, t.Context(), e.client(t), "n1", nil)
+	if w.GetParkedAttempts() != 8 {
+		t.Fatalf("welcome allows %d parked streams to a node of capacity 8, want 8", w.GetParkedAttempts())
+	}
 }
 
 // TestParkedStreamsFollowTheirGeneration: a parked stream serves only the
