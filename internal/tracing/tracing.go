@@ -83,10 +83,10 @@ func New(c Config, defaultService string) (*Tracer, error) {
 	return &Tracer{Tracer: tp.Tracer("github.com/iopgw/iop"), provider: tp}, nil
 }
 
-// Shutdown flushes and stops the exporter (bounded by ctx).
 // Enabled reports whether spans are recorded (tracing.enabled).
 func (t *Tracer) Enabled() bool { return t != nil && t.provider != nil }
 
+// Shutdown flushes and stops the exporter (bounded by ctx).
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil || t.provider == nil {
 		return nil
