@@ -386,7 +386,10 @@ type streamEnd interface {
 // reports whether it could: on the in-process channel the edge's end
 // reaches the node as a call, so an attempt needs no goroutine reading
 // the stream beside its provider. A network stream learns of the end
-// only by reading (false).
+// only by reading (false). Inline, a provider that ignored its context
+// would hold the attempt's goroutine, its stream and the session's end
+// (attempts.Wait), where on its own goroutine it held only that; every
+// built-in provider's upstream I/O follows its context.
 func endsAttempt(st wire.NodeLink_AttemptClient, cancel context.CancelFunc) bool {
 	g, ok := st.(*grpc.GenericClientStream[wire.AttemptUp, wire.AttemptDown])
 	if !ok {

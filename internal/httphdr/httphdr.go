@@ -94,11 +94,13 @@ func Propagate(in http.Header) map[string][]string {
 // never lets a provider set cookies, redirect, or name its server.
 var fromNode = []string{"Content-Length", "Content-Encoding", "Set-Cookie", "Set-Cookie2", "Location", "Server", "Alt-Svc", "Strict-Transport-Security"}
 
-// ForClient returns the headers of a node-relayed upstream response that
-// may reach the client: what FromUpstream keeps, minus the headers the
-// edge owns or never takes from a node.
-func ForClient(in http.Header) http.Header {
-	h := FromUpstream(in)
+// ForClient filters the headers of a node-relayed upstream response to
+// what may reach the client: what FromUpstream keeps, minus the headers
+// the edge owns or never takes from a node. It works in place, on a map
+// the caller owns (each frame decoded from the link is a fresh one), and
+// returns it (an empty map for nil).
+func ForClient(h http.Header) http.Header {
+	h = FromUpstream(h)
 	for _, k := range fromNode {
 		delete(h, k) // canonical, as the lists ForUpstream deletes
 	}
@@ -114,10 +116,11 @@ func containsFold(list []string, k string) bool {
 	return false
 }
 
-// FromUpstream returns a copy of a provider's response headers without
-// hop-by-hop headers, for the client.
-func FromUpstream(in http.Header) http.Header {
-	h := in.Clone()
+// FromUpstream removes hop-by-hop headers from a provider's response
+// headers, for the client. It works in place, on a map the caller owns
+// (an upstream response's, which nothing reads after), and returns it (an
+// empty map for nil).
+func FromUpstream(h http.Header) http.Header {
 	if h == nil {
 		return http.Header{}
 	}
