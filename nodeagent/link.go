@@ -212,7 +212,7 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 		switch msg := m.Msg.(type) {
 		case *wire.EdgeMessage_Dispatch:
 			id := msg.Dispatch.GetDispatchId()
-			attempts.Go(func() { a.attempt(sctx, client, sess, id, log) })
+			attempts.Go(func() { a.attempt(sctx, client, sess, id, log, &attempts) })
 		case *wire.EdgeMessage_CancelRun:
 			if _, err := a.bridge.CancelRun(msg.CancelRun.GetRunId()); err != nil {
 				log.Warn("cancel_run rejected", slog.String("error", err.Error()))
@@ -230,49 +230,93 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 const maxParked = 1024
 
 // attempt opens the Attempt stream for one dispatch and runs its work.
-func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *Session, dispatchID string, log *slog.Logger) {
+// The stream is opened reusable: an edge that reparks it after the
+// attempt gets it back as a parked stream, when the session has room for
+// one, so a burst that outran the parked streams leaves streams for the
+// next one instead of ending them.
+func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *Session, dispatchID string, log *slog.Logger, attempts *sync.WaitGroup) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{DispatchId: dispatchID, ConnectionGeneration: sess.Generation()})
+	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{DispatchId: dispatchID, Reusable: true, ConnectionGeneration: sess.Generation()})
 	if err != nil {
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
-	a.serve(actx, cancel, sess, st, down, false, endsAttempt(st, cancel))
+	h := held{st: st, ctx: actx, cancel: cancel, inline: endsAttempt(st, cancel)}
+	if !a.serve(actx, cancel, sess, st, down, true, h.inline) || ctx.Err() != nil || a.draining.Load() {
+		return
+	}
+	if down, ok := a.repark(sess, h); ok {
+		a.carry(ctx, client, sess, log, attempts, h, down)
+	}
+}
+
+// held is an Attempt stream the node holds: its context (cancel ends
+// it) and whether its end cancels that context without a read
+// (endsAttempt).
+type held struct {
+	st     wire.NodeLink_AttemptClient
+	ctx    context.Context
+	cancel context.CancelFunc
+	inline bool
 }
 
 // parked keeps one Attempt stream open ahead of work, and runs the work
-// the edge sends on it. The stream is reusable: when the edge reparks it
-// after an attempt, it waits for the next work as a parked stream again
-// — unless enough others are waiting already, or the node is draining,
-// when it ends. The session keeps between half its park target and the
-// target parked: work taken below the half parks a replacement, a
-// finished attempt above the target ends its stream, so steady traffic
-// neither opens nor ends streams. Called with the stream counted idle.
+// the edge sends on it (carry). Called with the stream counted idle.
 func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, down, err := openAttempt(actx, client, parkedOpen(sess))
-	inline := err == nil && endsAttempt(st, cancel)
-	for err == nil {
+	if err != nil {
+		sess.idle.Add(-1) // the stream ended while it waited
+		return
+	}
+	a.carry(ctx, client, sess, log, attempts, held{st: st, ctx: actx, cancel: cancel, inline: endsAttempt(st, cancel)}, down)
+}
+
+// carry runs the work that arrived on a parked stream (counted idle),
+// and the work after it: the stream is reusable, so when the edge
+// reparks it after an attempt it waits for the next work as a parked
+// stream again — unless enough others are waiting already, or the node
+// is draining, when it ends. The session keeps between half its park
+// target and the target parked: work taken below the half parks a
+// replacement, a finished attempt above the target ends its stream, so
+// steady traffic neither opens nor ends streams.
+func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup, h held, down *wire.AttemptDown) {
+	for {
 		// Work arrived on a parked stream.
 		if sess.idle.Add(-1) < (sess.parkTarget+1)/2 && ctx.Err() == nil && !a.draining.Load() {
 			sess.idle.Add(1)
 			attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
 		}
-		if !a.serve(actx, cancel, sess, st, down, true, inline) || ctx.Err() != nil || a.draining.Load() {
+		if !a.serve(h.ctx, h.cancel, sess, h.st, down, true, h.inline) || ctx.Err() != nil || a.draining.Load() {
 			return
 		}
-		if sess.idle.Add(1) > sess.parkTarget {
-			sess.idle.Add(-1)
-			return // enough are parked: this stream ends
-		}
-		// Parked again: the next work, or the stream's end.
-		if err = st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(sess)}}); err == nil {
-			down, err = st.Recv()
+		var ok bool
+		if down, ok = a.repark(sess, h); !ok {
+			return
 		}
 	}
-	sess.idle.Add(-1) // the stream ended while it waited
+}
+
+// repark parks a reparked stream again, counted idle, and waits for its
+// next work; false when the session has enough parked already (the
+// stream ends) or the stream ended while it waited.
+func (a *Agent) repark(sess *Session, h held) (*wire.AttemptDown, bool) {
+	if sess.idle.Add(1) > sess.parkTarget {
+		sess.idle.Add(-1)
+		return nil, false // enough are parked: this stream ends
+	}
+	err := h.st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(sess)}})
+	var down *wire.AttemptDown
+	if err == nil {
+		down, err = h.st.Recv()
+	}
+	if err != nil {
+		sess.idle.Add(-1) // the stream ended while it waited
+		return nil, false
+	}
+	return down, true
 }
 
 // parkedOpen opens (or reopens) a reusable parked stream.

@@ -997,7 +997,9 @@ type AttemptOpen struct {
 	ConnectionGeneration uint64 `protobuf:"varint,2,opt,name=connection_generation,json=connectionGeneration,proto3" json:"connection_generation,omitempty"`
 	// The stream is opened ahead of work and waits for it.
 	Parked bool `protobuf:"varint,3,opt,name=parked,proto3" json:"parked,omitempty"`
-	// The node takes Reparked after the terminal (a parked stream only).
+	// The node takes Reparked after the terminal. Edges before dispatched
+	// streams could be reused honour it on parked streams only (and end a
+	// dispatched stream after its attempt, as without it).
 	Reusable      bool `protobuf:"varint,4,opt,name=reusable,proto3" json:"reusable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

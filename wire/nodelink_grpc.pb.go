@@ -49,12 +49,12 @@ type NodeLinkClient interface {
 	// one terminal. The edge ending the call cancels the work; a parked
 	// stream the edge ends before sending work carried none.
 	//
-	// A parked stream opened reusable carries one attempt after another:
-	// once the edge has taken the terminal it may answer Reparked instead
-	// of ending the call; the node then ends the call, or sends a new
-	// AttemptOpen (parked, the same connection generation) and waits for
-	// the next work as a newly parked stream. One attempt at a time, so
-	// flow control still isolates attempts.
+	// A stream opened reusable (parked, or answering a Dispatch) carries
+	// one attempt after another: once the edge has taken the terminal it
+	// may answer Reparked instead of ending the call; the node then ends
+	// the call, or sends a new AttemptOpen (parked, the same connection
+	// generation) and waits for the next work as a newly parked stream.
+	// One attempt at a time, so flow control still isolates attempts.
 	Attempt(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttemptUp, AttemptDown], error)
 }
 
@@ -108,12 +108,12 @@ type NodeLinkServer interface {
 	// one terminal. The edge ending the call cancels the work; a parked
 	// stream the edge ends before sending work carried none.
 	//
-	// A parked stream opened reusable carries one attempt after another:
-	// once the edge has taken the terminal it may answer Reparked instead
-	// of ending the call; the node then ends the call, or sends a new
-	// AttemptOpen (parked, the same connection generation) and waits for
-	// the next work as a newly parked stream. One attempt at a time, so
-	// flow control still isolates attempts.
+	// A stream opened reusable (parked, or answering a Dispatch) carries
+	// one attempt after another: once the edge has taken the terminal it
+	// may answer Reparked instead of ending the call; the node then ends
+	// the call, or sends a new AttemptOpen (parked, the same connection
+	// generation) and waits for the next work as a newly parked stream.
+	// One attempt at a time, so flow control still isolates attempts.
 	Attempt(grpc.BidiStreamingServer[AttemptUp, AttemptDown]) error
 	mustEmbedUnimplementedNodeLinkServer()
 }

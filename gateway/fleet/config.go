@@ -40,7 +40,7 @@ type NodeLinkConfig struct {
 	// Dispatch message, no stream setup on the request path). Each costs
 	// an idle HTTP/2 stream and a goroutine on both ends. Zero turns
 	// parking off. A node parks no more than its providers' capacities
-	// add up to. Default 64, at most 1024.
+	// add up to. Default 128, at most 1024.
 	ParkedAttempts int `koanf:"parked_attempts"`
 }
 
@@ -75,7 +75,7 @@ func DefaultNodeLimits() NodeLimitsConfig {
 
 // DefaultNodeLink are node_link's defaults.
 func DefaultNodeLink() NodeLinkConfig {
-	return NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 64,
+	return NodeLinkConfig{OpenTimeout: 2 * time.Second, HeartbeatInterval: time.Second, HeartbeatTimeout: 3 * time.Second, ParkedAttempts: 128,
 		StartupGrace: 20 * time.Second}
 }
 

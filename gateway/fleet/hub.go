@@ -718,7 +718,7 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	}
 	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
 	for reopened := false; ; reopened = true {
-		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetParked() && open.GetReusable()}
+		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetReusable()}
 		if open.GetParked() {
 			if err := h.parkAttempt(a); err != nil {
 				return err

@@ -332,3 +332,95 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 		t.Fatalf("a reopen for another generation: %v", err)
 	}
 }
+
+// TestDispatchedStreamIsReparked: a stream a node opened for a Dispatch,
+// reusable, is reparked after its attempt like a parked one, and carries
+// the next attempt with no Dispatch; one not opened reusable ends after
+// its attempt, as from nodes before reusable dispatched streams.
+func TestDispatchedStreamIsReparked(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	e.hub.link.ParkedAttempts = 4
+	client := e.client(t)
+	ctx := t.Context()
+	sst, err := client.Session(withToken(ctx, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sst.Send(&wire.NodeMessage{Msg: &wire.NodeMessage_Hello{Hello: &wire.Hello{NodeId: "n1", Heartbeats: true,
+		Advertisement: &wire.Advertisement{NodeId: "n1", Providers: []*wire.ProviderAdvertisement{ad("p", 4, "m")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := sst.Recv()
+	if err != nil || w.GetWelcome() == nil {
+		t.Fatalf("welcome: %v %v", w, err)
+	}
+	gen := w.GetWelcome().GetConnectionGeneration()
+	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: gen}
+	terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
+	// dispatched runs one attempt on a stream opened for its Dispatch.
+	dispatched := func(id string, reusable bool) wire.NodeLink_AttemptClient {
+		t.Helper()
+		opened := make(chan *AttemptConn, 1)
+		go func() {
+			ac, err := e.hub.Open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}})
+			if err != nil {
+				t.Error(err)
+			}
+			opened <- ac
+		}()
+		var d *wire.Dispatch
+		for d == nil {
+			m, err := sst.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = m.GetDispatch()
+		}
+		at, err := client.Attempt(withToken(ctx, "tok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := &wire.AttemptOpen{DispatchId: d.GetDispatchId(), ConnectionGeneration: gen, Reusable: reusable}
+		if err := at.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: open}}); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := at.Recv(); err != nil || m.GetRun().GetRunId() != id {
+			t.Fatalf("%s: %v %v", id, m, err)
+		}
+		ac := <-opened
+		if ac == nil {
+			t.Fatal("no attempt")
+		}
+		_ = at.Send(terminal)
+		if m, err := ac.Recv(); err != nil || m.GetEvent().GetType() != "done" {
+			t.Fatalf("the edge read %v %v", m, err)
+		}
+		ac.Finish()
+		return at
+	}
+
+	at := dispatched("r1", true)
+	if m, err := at.Recv(); err != nil || m.GetReparked() == nil {
+		t.Fatalf("after its terminal a reusable dispatched stream got %v %v, want Reparked", m, err)
+	}
+	if err := at.Send(reopen(gen)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitParked(t, "n1", 1)
+	ac, err := e.hub.Open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: "r2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.End()
+	if m, err := at.Recv(); err != nil || m.GetRun().GetRunId() != "r2" {
+		t.Fatalf("the next attempt on the reparked stream: %v %v", m, err)
+	}
+	if n := testutil.ToFloat64(e.m.attemptStreams.WithLabelValues("parked")); n != 1 {
+		t.Fatalf("%v attempts went onto parked streams, want 1", n)
+	}
+
+	plain := dispatched("r3", false)
+	if m, err := plain.Recv(); err == nil {
+		t.Fatalf("a dispatched stream not opened reusable got %v after its attempt, want its end", m)
+	}
+}
