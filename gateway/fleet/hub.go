@@ -845,6 +845,12 @@ type NodeInfo struct {
 	ConnectionGeneration uint64    `json:"connection_generation"`
 	ConnectedAt          time.Time `json:"connected_at"`
 	Providers            int       `json:"providers"`
+	// ParkedStreams are the attempt streams parked now, waiting for work;
+	// ParkLimit how many the connection may park (node_link.parked_attempts,
+	// at most the node's capacity). A pool often empty under steady load
+	// sends attempts the slow way (a stream opened for each).
+	ParkedStreams int `json:"parked_streams"`
+	ParkLimit     int `json:"park_limit"`
 }
 
 // Nodes lists registered connections.
@@ -853,7 +859,8 @@ func (h *Hub) Nodes() []NodeInfo {
 	defer h.mu.Unlock()
 	out := make([]NodeInfo, 0, len(h.conns))
 	for _, c := range h.conns {
-		out = append(out, NodeInfo{NodeID: c.nodeID, ConnectionGeneration: c.gen, ConnectedAt: c.since, Providers: c.providers})
+		out = append(out, NodeInfo{NodeID: c.nodeID, ConnectionGeneration: c.gen, ConnectedAt: c.since, Providers: c.providers,
+			ParkedStreams: c.parkedCount(), ParkLimit: c.parkLimit})
 	}
 	return out
 }

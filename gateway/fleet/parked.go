@@ -63,6 +63,13 @@ func (c *nodeConn) takeParked() *AttemptConn {
 	return nil
 }
 
+// parkedCount is how many streams are parked now.
+func (c *nodeConn) parkedCount() int {
+	c.attemptsMu.Lock()
+	defer c.attemptsMu.Unlock()
+	return len(c.parked)
+}
+
 // unpark forgets a if it is still parked (its stream ended unused).
 func (c *nodeConn) unpark(a *AttemptConn) {
 	c.attemptsMu.Lock()

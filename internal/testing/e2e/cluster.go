@@ -366,6 +366,28 @@ func (c *Cluster) WaitProviders(t testing.TB, n int) {
 	}
 }
 
+// WaitParked waits until every node connection has parked all the
+// attempt streams it may (its pool is full), and fails otherwise: a
+// goroutine or memory baseline taken before that counts pool streams
+// still opening as growth.
+func (c *Cluster) WaitParked(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		full := true
+		for _, n := range c.Gateway.Hub().Nodes() {
+			full = full && n.ParkedStreams == n.ParkLimit
+		}
+		if full {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("parked streams never filled: %+v", c.Gateway.Hub().Nodes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // WaitIdle waits until no lease is held, and fails otherwise.
 func (c *Cluster) WaitIdle(t testing.TB) {
 	t.Helper()

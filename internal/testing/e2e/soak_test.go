@@ -89,6 +89,7 @@ func TestSoak(t *testing.T) {
 	want := strings.Join(c.Wall.Tokens, "")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.streams, MaxConnsPerHost: 0}}
 
+	c.WaitParked(t)
 	runtime.GC()
 	baseG, _ := liveGoroutines()
 	baseHeap := heapAndStack()
