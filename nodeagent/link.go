@@ -243,7 +243,7 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 		return
 	}
 	h := held{st: st, ctx: actx, cancel: cancel, inline: endsAttempt(st, cancel)}
-	if !a.serve(actx, cancel, sess, st, down, true, h.inline) || ctx.Err() != nil || a.draining.Load() {
+	if !a.serve(sess, h, down) || ctx.Err() != nil || a.draining.Load() {
 		return
 	}
 	if down, ok := a.repark(sess, h); ok {
@@ -289,7 +289,7 @@ func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Ses
 			sess.idle.Add(1)
 			attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
 		}
-		if !a.serve(h.ctx, h.cancel, sess, h.st, down, true, h.inline) || ctx.Err() != nil || a.draining.Load() {
+		if !a.serve(sess, h, down) || ctx.Err() != nil || a.draining.Load() {
 			return
 		}
 		var ok bool
@@ -342,37 +342,34 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 
 // serve runs down on its stream. The attempt's goroutine starts the
 // work and then reads the stream until the edge ends it — the edge
-// ending the stream (or the connection dying) cancels the work — or, on
-// a reusable stream, reparks it after the terminal: serve then reports
-// true, and the stream may carry the next attempt. Over the network an
-// attempt costs the node this goroutine and its provider's, no watcher
-// beside them; inline (a stream whose end cancels ctx without being
-// read, see endsAttempt) the provider runs on this goroutine before it
-// reads. Once the terminal is sent the node half-closes (a stream that
-// cannot be reparked) and gives the edge attemptDrainTimeout to end or
-// repark the stream before ending it here.
-func (a *Agent) serve(ctx context.Context, cancel context.CancelFunc, sess *Session, st wire.NodeLink_AttemptClient, down *wire.AttemptDown, reusable, inline bool) (reparked bool) {
+// ending the stream (or the connection dying) cancels the work — or,
+// since every stream is opened reusable, reparks it after the terminal:
+// serve then reports true, and the stream may carry the next attempt.
+// Over the network an attempt costs the node this goroutine and its
+// provider's, no watcher beside them; inline (a stream whose end cancels
+// its context without being read, see endsAttempt) the provider runs on
+// this goroutine before it reads. Once the terminal is sent the node
+// gives the edge attemptDrainTimeout to end or repark the stream before
+// ending it here.
+func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (reparked bool) {
 	var drain atomic.Pointer[clock.Timer]
 	ended := func() {
-		if !reusable {
-			_ = st.CloseSend()
-		}
-		t := a.bridge.clock.AfterFunc(attemptDrainTimeout, cancel)
+		t := a.bridge.clock.AfterFunc(attemptDrainTimeout, h.cancel)
 		drain.Store(&t)
 	}
-	work := a.start(ctx, sess, st, down, ended)
-	if inline {
+	work := a.start(h.ctx, sess, h.st, down, ended)
+	if h.inline {
 		work.here()
 	} else {
 		work.background(&a.bridge.providers)
 	}
 	for {
-		m, err := st.Recv()
+		m, err := h.st.Recv()
 		if err != nil {
-			cancel()
+			h.cancel()
 			break
 		}
-		if reusable && m.GetReparked() != nil {
+		if m.GetReparked() != nil {
 			reparked = true
 			break
 		}
