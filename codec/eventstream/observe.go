@@ -82,7 +82,7 @@ type Observer struct {
 	// of its usage when it reports none).
 	Output Output
 
-	open map[int]bool     // chat: choice indexes without a finish_reason yet
+	open openChoices      // chat: choice indexes, and which lack a finish_reason yet
 	msgs msgsUsage        // anthropic: usage of message_start, updated by message_delta
 	p    *fastjson.Parser // an event's, from eventParsers while it is observed
 }
@@ -178,17 +178,15 @@ func (o *Observer) chat(data []byte) {
 	if !ok || c == nil {
 		return
 	}
-	if ue := chunkError(c); ue != nil {
+	k := readChatChunk(c)
+	if ue := k.error(c); ue != nil {
 		o.setErr(ue)
 		return
 	}
-	if u := c.Get("usage"); present(u) {
-		o.Usage = usageOf(u)
+	if present(k.usage) {
+		o.Usage = usageOf(k.usage)
 	}
-	if o.open == nil {
-		o.open = map[int]bool{}
-	}
-	choices := c.GetArray("choices")
+	choices := k.choices.GetArray()
 	output := 0
 	for _, ch := range choices {
 		cc := readChatChoice(ch, false)
@@ -196,22 +194,89 @@ func (o *Observer) chat(data []byte) {
 		if cc.toolCall {
 			o.ToolCall = true
 		}
-		if _, seen := o.open[cc.index]; !seen {
-			o.open[cc.index] = true
-		}
-		if cc.finished {
-			o.open[cc.index] = false
-		}
+		o.open.see(cc.index, cc.finished)
 	}
 	o.Output.event(output)
-	if len(choices) > 0 && allFinished(o.open) {
+	if len(choices) > 0 && o.open.allFinished() {
 		o.Done = true
 	}
 }
 
-func allFinished(open map[int]bool) bool {
-	for _, v := range open {
-		if v {
+// chatChunk is what the observer reads of a chunk's top level, in one
+// pass over its members (as with a lookup, the first of duplicated
+// members counts).
+type chatChunk struct {
+	err, usage, choices *fastjson.Value
+	objectError         bool // "object": "error"
+}
+
+func readChatChunk(c *fastjson.Value) (k chatChunk) {
+	obj, err := c.Object()
+	if err != nil {
+		return k
+	}
+	var seen members
+	obj.Visit(func(key []byte, v *fastjson.Value) {
+		switch string(key) {
+		case "error":
+			if seen.first(0) {
+				k.err = v
+			}
+		case "object":
+			if seen.first(1) {
+				k.objectError = string(v.GetStringBytes()) == "error"
+			}
+		case "usage":
+			if seen.first(2) {
+				k.usage = v
+			}
+		case "choices":
+			if seen.first(3) {
+				k.choices = v
+			}
+		}
+	})
+	return k
+}
+
+// error is the chunk's error event, as chunkError reads it.
+func (k chatChunk) error(c *fastjson.Value) *execution.UpstreamError {
+	if present(k.err) {
+		return ParseErrorObject(k.err.MarshalTo(nil))
+	}
+	if k.objectError {
+		return objectError(c)
+	}
+	return nil
+}
+
+// openChoices are a Chat stream's choice indexes in the order first seen,
+// each with whether it is still without a finish_reason. A stream has
+// one choice, or n: a slice scans faster than a map hashes.
+type openChoices []openChoice
+
+type openChoice struct {
+	index int
+	open  bool
+}
+
+// see records a choice's chunk: seen first, it is open until a chunk
+// carries its finish_reason.
+func (oc *openChoices) see(index int, finished bool) {
+	for i := range *oc {
+		if (*oc)[i].index == index {
+			if finished {
+				(*oc)[i].open = false
+			}
+			return
+		}
+	}
+	*oc = append(*oc, openChoice{index: index, open: !finished})
+}
+
+func (oc openChoices) allFinished() bool {
+	for _, c := range oc {
+		if c.open {
 			return false
 		}
 	}
@@ -225,11 +290,16 @@ func chunkError(c *fastjson.Value) *execution.UpstreamError {
 		return ParseErrorObject(e.MarshalTo(nil))
 	}
 	if string(c.GetStringBytes("object")) == "error" {
-		ue := &execution.UpstreamError{Message: string(c.GetStringBytes("message")), Type: string(c.GetStringBytes("type")), Code: valueString(c.Get("code"))}
-		ue.Status = StatusOf(ue.Type, ue.Code)
-		return ue
+		return objectError(c)
 	}
 	return nil
+}
+
+// objectError reads a top-level {"object":"error",…}.
+func objectError(c *fastjson.Value) *execution.UpstreamError {
+	ue := &execution.UpstreamError{Message: string(c.GetStringBytes("message")), Type: string(c.GetStringBytes("type")), Code: valueString(c.Get("code"))}
+	ue.Status = StatusOf(ue.Type, ue.Code)
+	return ue
 }
 
 func (o *Observer) responses(ev Event) {
