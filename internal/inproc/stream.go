@@ -140,6 +140,11 @@ func (c *clientStream) RecvMsg(m any) error {
 // message sent before it still comes first, then ended's error; an ended
 // ctx is its status.
 func (s *stream) take(m any, ch chan any, end <-chan struct{}, ctx context.Context, ended func() error) error {
+	select { // a message waiting is taken without a three-way select
+	case v := <-ch:
+		return s.copy(m, v)
+	default:
+	}
 	select {
 	case v := <-ch:
 		return s.copy(m, v)
@@ -186,6 +191,11 @@ func (s *serverStream) SendMsg(m any) error {
 		return ctxErr(s.sctx)
 	}
 	(*stream)(s).sendHead()
+	select { // room in the slot: no two-way select
+	case s.down <- m:
+		return nil
+	default:
+	}
 	select {
 	case s.down <- m:
 		return nil
