@@ -273,7 +273,8 @@ type outbound struct {
 
 	mu      sync.Mutex // the provider's read hook and the age timer run outside the emitter's lock
 	co      coalescer
-	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; nil when nothing waits
+	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; made once, re-armed per hold
+	armed   bool        // aged is set for what is held now
 	sendErr error
 }
 
@@ -314,16 +315,24 @@ func (o *outbound) added(now bool) {
 		o.flush()
 		return
 	}
-	if o.aged == nil {
-		o.aged = o.clock.AfterFunc(maxHeldAge-clock.Since(o.clock, o.co.oldest), o.ageOut)
+	if o.armed {
+		return
 	}
+	d := maxHeldAge - clock.Since(o.clock, o.co.oldest)
+	if o.aged == nil {
+		o.aged = o.clock.AfterFunc(d, o.ageOut)
+	} else {
+		o.aged.Reset(d)
+	}
+	o.armed = true
 }
 
-// ageOut is the age timer: what is still held goes out.
+// ageOut is the age timer: what is still held goes out. (A firing that
+// raced a flush and a new hold sends that hold early, never late.)
 func (o *outbound) ageOut() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.aged = nil
+	o.armed = false
 	o.flush()
 }
 
@@ -339,9 +348,9 @@ func (o *outbound) beforeRead() {
 
 // flush sends what is held as one message (under o.mu).
 func (o *outbound) flush() {
-	if o.aged != nil {
+	if o.armed {
 		o.aged.Stop()
-		o.aged = nil
+		o.armed = false
 	}
 	if m := o.co.take(); m != nil {
 		o.send(func() error { return o.sendMsg(m) })
