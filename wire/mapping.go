@@ -13,8 +13,11 @@ func HeadersToProto(h map[string][]string) []*Header {
 		return nil
 	}
 	out := make([]*Header, 0, len(h))
+	hs := make([]Header, len(h)) // one allocation for all of them
 	for k, v := range h {
-		out = append(out, &Header{Name: k, Values: v})
+		m := &hs[len(out)]
+		m.Name, m.Values = k, v
+		out = append(out, m)
 	}
 	return out
 }
@@ -27,7 +30,15 @@ func HeadersFromProto(hs []*Header) map[string][]string {
 	}
 	out := make(map[string][]string, len(hs))
 	for _, h := range hs {
-		out[h.GetName()] = append(out[h.GetName()], h.GetValues()...)
+		vs, seen := out[h.GetName()]
+		if !seen {
+			// The message's own values, capped so that an append copies
+			// them rather than writing past them.
+			v := h.GetValues()
+			out[h.GetName()] = v[:len(v):len(v)]
+			continue
+		}
+		out[h.GetName()] = append(vs[:len(vs):len(vs)], h.GetValues()...)
 	}
 	return out
 }

@@ -106,3 +106,28 @@ func TestHeadersNil(t *testing.T) {
 		t.Fatalf("repeated names: %s", d)
 	}
 }
+
+// TestHeadersRoundTrip: headers map over and back unchanged, and the
+// mapped-back map shares no room with the message: appending to a value
+// (http.Header.Add) or to a repeated name leaves the message as it was.
+func TestHeadersRoundTrip(t *testing.T) {
+	in := map[string][]string{"Content-Type": {"text/event-stream"}, "X-Many": make([]string, 1, 4)}
+	in["X-Many"][0] = "a"
+	hs := HeadersToProto(in)
+	got := HeadersFromProto(hs)
+	if d := cmp.Diff(in, got); d != "" {
+		t.Fatalf("round trip: %s", d)
+	}
+	got["X-Many"] = append(got["X-Many"], "b")
+	if v := in["X-Many"]; len(v) != 1 || v[:2][1] != "" {
+		t.Fatalf("an append to the mapped-back value wrote into the original's room: %q", v[:2])
+	}
+	msg := []*Header{{Name: "A", Values: make([]string, 1, 4)}, {Name: "A", Values: []string{"2"}}}
+	msg[0].Values[0] = "1"
+	if d := cmp.Diff(map[string][]string{"A": {"1", "2"}}, HeadersFromProto(msg)); d != "" {
+		t.Fatalf("repeated names: %s", d)
+	}
+	if v := msg[0].Values; len(v) != 1 || v[:2][1] != "" {
+		t.Fatalf("a repeated name wrote into the message's room: %q", v[:2])
+	}
+}
