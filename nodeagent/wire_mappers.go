@@ -87,10 +87,19 @@ func tunnelRequestFromProto(m *wire.ProviderTunnelRequest) (*execution.ProviderT
 // runEventToProto maps a runtime event to the wire; a stall failure's
 // metadata carries the attempt's authoritative identity.
 func runEventToProto(ev execution.RunEvent, id attemptIdentity) *wire.RunEvent {
-	return wire.RunEventToProto(ev, id.metadata())
+	return wire.RunEventToProto(ev, id.failureMetadata(ev.Failure))
 }
 
 // tunnelFrameToProto maps a tunnel frame with the same failure rules.
 func tunnelFrameToProto(f execution.ProviderTunnelFrame, id attemptIdentity) *wire.ProviderTunnelFrame {
-	return wire.TunnelFrameToProto(f, id.metadata())
+	return wire.TunnelFrameToProto(f, id.failureMetadata(f.Failure))
+}
+
+// failureMetadata is the identity a failure's metadata is bound to; an
+// item without a failure (every content chunk) needs none.
+func (a attemptIdentity) failureMetadata(f *execution.ExecutionFailure) map[string]string {
+	if f == nil {
+		return nil
+	}
+	return a.metadata()
 }
