@@ -28,6 +28,11 @@ type fakeEdge struct {
 	mu      sync.Mutex
 	pending map[string]chan *edgeAttempt
 	nextID  int
+
+	// parkedAttempts is the Welcome's allowance; the node's parked
+	// streams wait in parked for a test to use.
+	parkedAttempts uint32
+	parked         chan *edgeAttempt
 }
 
 type edgeSession struct {
@@ -50,7 +55,7 @@ type edgeAttempt struct {
 func (a *edgeAttempt) end() { a.once.Do(func() { close(a.done) }) }
 
 func newFakeEdge() *fakeEdge {
-	return &fakeEdge{sessions: make(chan *edgeSession, 16), pending: map[string]chan *edgeAttempt{}}
+	return &fakeEdge{sessions: make(chan *edgeSession, 16), pending: map[string]chan *edgeAttempt{}, parked: make(chan *edgeAttempt, 64)}
 }
 
 func (e *fakeEdge) Session(stream wire.NodeLink_SessionServer) error {
@@ -63,7 +68,7 @@ func (e *fakeEdge) Session(stream wire.NodeLink_SessionServer) error {
 		return errors.New("no hello")
 	}
 	s := &edgeSession{hello: h, gen: e.gen.Add(1), stream: stream, close: make(chan struct{})}
-	if err := stream.Send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Welcome{Welcome: &wire.Welcome{ConnectionGeneration: s.gen}}}); err != nil {
+	if err := stream.Send(&wire.EdgeMessage{Msg: &wire.EdgeMessage_Welcome{Welcome: &wire.Welcome{ConnectionGeneration: s.gen, ParkedAttempts: e.parkedAttempts}}}); err != nil {
 		return err
 	}
 	e.sessions <- s
@@ -88,6 +93,19 @@ func (e *fakeEdge) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return err
 	}
 	open := m.GetOpen()
+	if open.GetParked() {
+		a := &edgeAttempt{stream: stream, open: open, done: make(chan struct{})}
+		select {
+		case e.parked <- a:
+		default:
+			return errors.New("too many parked streams")
+		}
+		select {
+		case <-a.done:
+		case <-stream.Context().Done():
+		}
+		return nil
+	}
 	e.mu.Lock()
 	ch := e.pending[open.GetDispatchId()]
 	delete(e.pending, open.GetDispatchId())
@@ -215,8 +233,13 @@ type testLink struct {
 
 func startLink(t *testing.T, cfg Config, opts Options) *testLink {
 	t.Helper()
+	return startLinkTo(t, newFakeEdge(), cfg, opts)
+}
+
+// startLinkTo is startLink with the fake edge given.
+func startLinkTo(t *testing.T, edge *fakeEdge, cfg Config, opts Options) *testLink {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	edge := newFakeEdge()
 	srv := grpc.NewServer(wire.EdgeServerOptions()...)
 	wire.RegisterNodeLinkServer(srv, edge)
 	go func() { _ = srv.Serve(lis) }()

@@ -237,18 +237,13 @@ const maxParked = 1024
 func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *Session, dispatchID string, log *slog.Logger, attempts *sync.WaitGroup) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{DispatchId: dispatchID, Reusable: true, ConnectionGeneration: sess.Generation()})
+	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{DispatchId: dispatchID, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: sess.Generation()})
 	if err != nil {
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
 	h := held{st: st, ctx: actx, cancel: cancel, inline: endsAttempt(st, cancel)}
-	if !a.serve(sess, h, down) || ctx.Err() != nil || a.draining.Load() {
-		return
-	}
-	if down, ok := a.repark(sess, h); ok {
-		a.carry(ctx, client, sess, log, attempts, h, down)
-	}
+	a.carry(ctx, client, sess, log, attempts, h, a.serve(sess, h, down))
 }
 
 // held is an Attempt stream the node holds: its context (cancel ends
@@ -275,53 +270,27 @@ func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Se
 }
 
 // carry runs the work that arrived on a parked stream (counted idle),
-// and the work after it: the stream is reusable, so when the edge
-// reparks it after an attempt it waits for the next work as a parked
-// stream again — unless enough others are waiting already, or the node
-// is draining, when it ends. The session keeps between half its park
-// target and the target parked: work taken below the half parks a
+// and the work after it: the stream is reusable, so after each terminal
+// it is parked again and carries the next work the edge sends on it —
+// unless enough others are waiting already, or the node is draining,
+// when it ends (serve, parkAgain). The session keeps between half its
+// park target and the target parked: work taken below the half parks a
 // replacement, a finished attempt above the target ends its stream, so
 // steady traffic neither opens nor ends streams.
 func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup, h held, down *wire.AttemptDown) {
-	for {
+	for down != nil {
 		// Work arrived on a parked stream.
 		if sess.idle.Add(-1) < (sess.parkTarget+1)/2 && ctx.Err() == nil && !a.draining.Load() {
 			sess.idle.Add(1)
 			attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
 		}
-		if !a.serve(sess, h, down) || ctx.Err() != nil || a.draining.Load() {
-			return
-		}
-		var ok bool
-		if down, ok = a.repark(sess, h); !ok {
-			return
-		}
+		down = a.serve(sess, h, down)
 	}
-}
-
-// repark parks a reparked stream again, counted idle, and waits for its
-// next work; false when the session has enough parked already (the
-// stream ends) or the stream ended while it waited.
-func (a *Agent) repark(sess *Session, h held) (*wire.AttemptDown, bool) {
-	if sess.idle.Add(1) > sess.parkTarget {
-		sess.idle.Add(-1)
-		return nil, false // enough are parked: this stream ends
-	}
-	err := h.st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(sess)}})
-	var down *wire.AttemptDown
-	if err == nil {
-		down, err = h.st.Recv()
-	}
-	if err != nil {
-		sess.idle.Add(-1) // the stream ended while it waited
-		return nil, false
-	}
-	return down, true
 }
 
 // parkedOpen opens (or reopens) a reusable parked stream.
 func parkedOpen(sess *Session) *wire.AttemptOpen {
-	return &wire.AttemptOpen{Parked: true, Reusable: true, ConnectionGeneration: sess.Generation()}
+	return &wire.AttemptOpen{Parked: true, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: sess.Generation()}
 }
 
 // openAttempt opens an Attempt stream, sends open and waits for the work.
@@ -340,28 +309,34 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 	return st, down, nil
 }
 
-// serve runs down on its stream. The attempt's goroutine starts the
-// work and then reads the stream until the edge ends it — the edge
-// ending the stream (or the connection dying) cancels the work — or,
-// since every stream is opened reusable, reparks it after the terminal:
-// serve then reports true, and the stream may carry the next attempt.
-// Over the network an attempt costs the node this goroutine and its
-// provider's, no watcher beside them; inline (a stream whose end cancels
-// its context without being read, see endsAttempt) the provider runs on
-// this goroutine before it reads. Once the terminal is sent the node
-// gives the edge attemptDrainTimeout to end or repark the stream before
-// ending it here.
-func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (reparked bool) {
+// serve runs down on its stream and returns the stream's next work, or
+// nil when the stream ended. The attempt's goroutine starts the work and
+// then reads the stream: the edge ending it (or the connection dying)
+// cancels the work. Every stream is reusable and parks itself after the
+// terminal (parkAgain): the next work the edge sends on it is served
+// next. Over the network an attempt costs the node this goroutine and
+// its provider's, no watcher beside them; inline (a stream whose end
+// cancels its context without being read, see endsAttempt) the provider
+// runs on this goroutine before it reads. The work ends (its watchdog,
+// admission and context) as soon as its provider returns. A stream the
+// node half-closed after its terminal gets attemptDrainTimeout for the
+// edge to end it before the node does.
+func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown) {
 	var drain atomic.Pointer[clock.Timer]
+	var parked atomic.Bool
 	ended := func() {
-		t := a.bridge.clock.AfterFunc(attemptDrainTimeout, h.cancel)
-		drain.Store(&t)
+		if !a.parkAgain(sess, h, &parked) {
+			t := a.bridge.clock.AfterFunc(attemptDrainTimeout, h.cancel)
+			drain.Store(&t)
+		}
 	}
 	work := a.start(h.ctx, sess, h.st, down, ended)
-	if h.inline {
+	end := sync.OnceFunc(work.end)
+	if h.inline || work.run == nil {
 		work.here()
+		end()
 	} else {
-		work.background(&a.bridge.providers)
+		a.bridge.providers.Go(func() { work.here(); end() })
 	}
 	for {
 		m, err := h.st.Recv()
@@ -369,16 +344,40 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (reparked b
 			h.cancel()
 			break
 		}
-		if m.GetReparked() != nil {
-			reparked = true
+		if m.GetReparked() == nil && parked.Load() {
+			next = m // work for the stream parked again
 			break
 		}
+		// A Reparked from an edge that does not know parks_after_terminal
+		// (the open went out already): the next work follows it.
 	}
-	work.end()
+	end()
 	if t := drain.Load(); t != nil {
 		(*t).Stop()
 	}
-	return reparked
+	if next == nil && parked.Load() {
+		sess.idle.Add(-1) // the parked stream ended while it waited
+	}
+	return next
+}
+
+// parkAgain follows an attempt's terminal on its stream
+// (AttemptOpen.parks_after_terminal): the stream is counted idle and
+// opened again, parked, for the next work — unless the session has
+// enough parked, the node is draining or the stream is ending: then it
+// is half-closed, for the edge to end it. It reports whether the stream
+// was parked again.
+func (a *Agent) parkAgain(sess *Session, h held, parked *atomic.Bool) bool {
+	if h.ctx.Err() == nil && !a.draining.Load() {
+		if sess.idle.Add(1) <= sess.parkTarget {
+			parked.Store(true) // before the open: the next work may follow it at once
+			_ = h.st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(sess)}})
+			return true
+		}
+		sess.idle.Add(-1)
+	}
+	_ = h.st.CloseSend()
+	return false
 }
 
 // start starts one unit of work on the bridge.

@@ -1000,9 +1000,13 @@ type AttemptOpen struct {
 	// The node takes Reparked after the terminal. Edges before dispatched
 	// streams could be reused honour it on parked streams only (and end a
 	// dispatched stream after its attempt, as without it).
-	Reusable      bool `protobuf:"varint,4,opt,name=reusable,proto3" json:"reusable,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reusable bool `protobuf:"varint,4,opt,name=reusable,proto3" json:"reusable,omitempty"`
+	// After each terminal the node sends its next parked AttemptOpen (or
+	// half-closes the call) without waiting for Reparked (see Attempt). It
+	// ignores a Reparked from an edge that does not know this field.
+	ParksAfterTerminal bool `protobuf:"varint,5,opt,name=parks_after_terminal,json=parksAfterTerminal,proto3" json:"parks_after_terminal,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AttemptOpen) Reset() {
@@ -1059,6 +1063,13 @@ func (x *AttemptOpen) GetParked() bool {
 func (x *AttemptOpen) GetReusable() bool {
 	if x != nil {
 		return x.Reusable
+	}
+	return false
+}
+
+func (x *AttemptOpen) GetParksAfterTerminal() bool {
+	if x != nil {
+		return x.ParksAfterTerminal
 	}
 	return false
 }
@@ -2792,13 +2803,14 @@ const file_nodelink_proto_rawDesc = "" +
 	"\x03msg\"z\n" +
 	"\aUpBatch\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.iop.nodelink.v1.RunEventR\x06events\x12<\n" +
-	"\x06frames\x18\x02 \x03(\v2$.iop.nodelink.v1.ProviderTunnelFrameR\x06frames\"\x97\x01\n" +
+	"\x06frames\x18\x02 \x03(\v2$.iop.nodelink.v1.ProviderTunnelFrameR\x06frames\"\xc9\x01\n" +
 	"\vAttemptOpen\x12\x1f\n" +
 	"\vdispatch_id\x18\x01 \x01(\tR\n" +
 	"dispatchId\x123\n" +
 	"\x15connection_generation\x18\x02 \x01(\x04R\x14connectionGeneration\x12\x16\n" +
 	"\x06parked\x18\x03 \x01(\bR\x06parked\x12\x1a\n" +
-	"\breusable\x18\x04 \x01(\bR\breusable\"\xf6\x01\n" +
+	"\breusable\x18\x04 \x01(\bR\breusable\x120\n" +
+	"\x14parks_after_terminal\x18\x05 \x01(\bR\x12parksAfterTerminal\"\xf6\x01\n" +
 	"\vAttemptDown\x12/\n" +
 	"\x03run\x18\x01 \x01(\v2\x1b.iop.nodelink.v1.RunRequestH\x00R\x03run\x12@\n" +
 	"\x06tunnel\x18\x02 \x01(\v2&.iop.nodelink.v1.ProviderTunnelRequestH\x00R\x06tunnel\x124\n" +

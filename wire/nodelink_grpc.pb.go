@@ -54,6 +54,11 @@ type NodeLinkClient interface {
 	// may answer Reparked instead of ending the call; the node then ends
 	// the call, or sends a new AttemptOpen (parked, the same connection
 	// generation) and waits for the next work as a newly parked stream.
+	// A node whose AttemptOpen says parks_after_terminal does that unasked:
+	// right after its terminal it sends the new parked AttemptOpen, or
+	// half-closes the call when it wants no more streams parked; the edge
+	// then sends no Reparked, and parks the stream when it took the
+	// terminal (or ends the call). One round trip less per attempt.
 	// One attempt at a time, so flow control still isolates attempts.
 	Attempt(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttemptUp, AttemptDown], error)
 }
@@ -113,6 +118,11 @@ type NodeLinkServer interface {
 	// may answer Reparked instead of ending the call; the node then ends
 	// the call, or sends a new AttemptOpen (parked, the same connection
 	// generation) and waits for the next work as a newly parked stream.
+	// A node whose AttemptOpen says parks_after_terminal does that unasked:
+	// right after its terminal it sends the new parked AttemptOpen, or
+	// half-closes the call when it wants no more streams parked; the edge
+	// then sends no Reparked, and parks the stream when it took the
+	// terminal (or ends the call). One round trip less per attempt.
 	// One attempt at a time, so flow control still isolates attempts.
 	Attempt(grpc.BidiStreamingServer[AttemptUp, AttemptDown]) error
 	mustEmbedUnimplementedNodeLinkServer()

@@ -160,6 +160,7 @@ type AttemptConn struct {
 	takeUp   clock.Timer
 	notTaken atomic.Bool // the node did not take the work up in time
 	reusable bool        // the node parks the stream again after the attempt (AttemptOpen.reusable)
+	unasked  bool        // ... and does so after its terminal without Reparked (AttemptOpen.parks_after_terminal)
 	finished atomic.Bool // the attempt's terminal was taken: the stream may be parked again
 }
 
@@ -718,7 +719,7 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	}
 	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
 	for reopened := false; ; reopened = true {
-		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetReusable()}
+		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetReusable(), unasked: open.GetParksAfterTerminal()}
 		if open.GetParked() {
 			if err := h.parkAttempt(a); err != nil {
 				return err
@@ -740,18 +741,21 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	}
 }
 
-// repark offers a finished attempt's stream to its node again (Reparked)
-// and returns the node's new AttemptOpen; nil when the stream ends
-// instead — it was not reusable, its attempt did not finish (cancelled,
-// not taken up, abandoned), or the node ended it. A node answers
-// Reparked with a parked AttemptOpen of the same connection generation,
-// and sends nothing else in between.
+// repark takes a finished attempt's stream back as a parked one and
+// returns the node's new AttemptOpen; nil when the stream ends instead —
+// it was not reusable, its attempt did not finish (cancelled, not taken
+// up, abandoned), or the node ended it. A node that parks its streams
+// after the terminal unasked has sent that AttemptOpen already (or
+// half-closed the stream); any other is offered the stream (Reparked)
+// and answers with it. Either sends nothing else in between.
 func (h *Hub) repark(stream wire.NodeLink_AttemptServer, a *AttemptConn) (*wire.AttemptOpen, error) {
-	if !a.reusable || !a.finished.Load() || stream.Context().Err() != nil {
+	if !(a.reusable || a.unasked) || !a.finished.Load() || stream.Context().Err() != nil {
 		return nil, nil
 	}
-	if err := stream.Send(&wire.AttemptDown{Msg: &wire.AttemptDown_Reparked{Reparked: &wire.Reparked{}}}); err != nil {
-		return nil, nil
+	if !a.unasked {
+		if err := stream.Send(&wire.AttemptDown{Msg: &wire.AttemptDown_Reparked{Reparked: &wire.Reparked{}}}); err != nil {
+			return nil, nil
+		}
 	}
 	m, err := stream.Recv()
 	if err != nil {

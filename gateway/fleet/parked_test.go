@@ -424,3 +424,80 @@ func TestDispatchedStreamIsReparked(t *testing.T) {
 		t.Fatalf("a dispatched stream not opened reusable got %v after its attempt, want its end", m)
 	}
 }
+
+// TestStreamParkedAgainUnasked: a node that parks its streams after the
+// terminal on its own (AttemptOpen.parks_after_terminal) gets no
+// Reparked: its parked open after the terminal puts the stream back in
+// the pool, and the next attempt arrives on it; a half-close instead
+// ends the stream, and so does an attempt ended before its terminal.
+func TestStreamParkedAgainUnasked(t *testing.T) {
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	e.hub.link.ParkedAttempts = 2
+	client := e.client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, w := liveSession(t, ctx, client, "n1", nil)
+	gen := w.GetConnectionGeneration()
+	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: gen}
+	open := &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{Parked: true, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: gen}}}
+	terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
+	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn {
+		t.Helper()
+		ac, err := e.hub.Open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := st.Recv(); err != nil || m.GetRun().GetRunId() != id {
+			t.Fatalf("%s on the parked stream: %v %v (no Reparked may come first)", id, m, err)
+		}
+		return ac
+	}
+	st, err := client.Attempt(withToken(ctx, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(open); err != nil {
+		t.Fatal(err)
+	}
+	e.waitParked(t, "n1", 1)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		ac := dispatch(st, id)
+		for _, m := range []*wire.AttemptUp{terminal, open} { // the open unasked, right behind the terminal
+			if err := st.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m, err := ac.Recv(); err != nil || m.GetEvent().GetType() != "done" {
+			t.Fatalf("the edge read %v %v", m, err)
+		}
+		ac.Finish()
+		e.waitParked(t, "n1", 1)
+	}
+	if n := testutil.ToFloat64(e.m.reparked); n != 3 {
+		t.Fatalf("reparked %v times, want 3", n)
+	}
+
+	// Half-closed after the terminal: the stream ends.
+	ac := dispatch(st, "r4")
+	_ = st.Send(terminal)
+	_ = st.CloseSend()
+	if _, err := ac.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	ac.Finish()
+	if m, err := st.Recv(); err == nil {
+		t.Fatalf("a half-closed stream got %v, want its end", m)
+	}
+
+	// Ended before its terminal: the stream ends though its open follows.
+	st, err = client.Attempt(withToken(ctx, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Send(open)
+	e.waitParked(t, "n1", 1)
+	dispatch(st, "r5").End()
+	if m, err := st.Recv(); err == nil {
+		t.Fatalf("a cancelled attempt's stream got %v, want its end", m)
+	}
+}
