@@ -230,6 +230,44 @@ func TestParkedWorkNotTakenUp(t *testing.T) {
 	}
 }
 
+// reparkEnv is a hub with node n1 in session (two streams may park),
+// for the tests of streams that carry one attempt after another.
+type reparkEnv struct {
+	*hubEnv
+	nl  wire.NodeLinkClient
+	ctx context.Context
+	gen uint64
+}
+
+func startReparkEnv(t *testing.T) *reparkEnv {
+	t.Helper()
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	e.hub.link.ParkedAttempts = 2
+	client := e.client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, w := liveSession(t, ctx, client, "n1", nil)
+	return &reparkEnv{hubEnv: e, nl: client, ctx: ctx, gen: w.GetConnectionGeneration()}
+}
+
+// dispatch sends run id to the node's parked stream st, whose next
+// message must be that work.
+func (r *reparkEnv) dispatch(t *testing.T, st wire.NodeLink_AttemptClient, id string) *AttemptConn {
+	t.Helper()
+	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: r.gen}
+	ac, err := r.hub.Open(r.ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(); err != nil || m.GetRun().GetRunId() != id {
+		t.Fatalf("%s on the parked stream: %v %v", id, m, err)
+	}
+	return ac
+}
+
+// doneTerminal is a run's terminal as a node sends it.
+var doneTerminal = &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
+
 // parkReusable opens a reusable parked attempt stream for generation gen.
 func parkReusable(t *testing.T, ctx context.Context, c wire.NodeLinkClient, gen uint64) wire.NodeLink_AttemptClient {
 	t.Helper()
@@ -255,30 +293,9 @@ func reopen(gen uint64) *wire.AttemptUp {
 // stream the node did not open reusable; a reopen naming another
 // generation is refused.
 func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
-	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
-	e.hub.link.ParkedAttempts = 2
-	client := e.client(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, w := liveSession(t, ctx, client, "n1", nil)
-	gen := w.GetConnectionGeneration()
-	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: gen}
-	run := func(id string) *wire.AttemptDown {
-		return &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}}
-	}
-	terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
-	// dispatch sends run id to the node's parked stream st, which receives it.
-	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn {
-		t.Helper()
-		ac, err := e.hub.Open(ctx, owner, run(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, err := st.Recv(); err != nil || m.GetRun().GetRunId() != id {
-			t.Fatalf("%s on the parked stream: %v %v", id, m, err)
-		}
-		return ac
-	}
+	r := startReparkEnv(t)
+	e, client, ctx, gen, terminal := r.hubEnv, r.nl, r.ctx, r.gen, doneTerminal
+	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn { t.Helper(); return r.dispatch(t, st, id) }
 
 	st := parkReusable(t, ctx, client, gen)
 	e.waitParked(t, "n1", 1)
@@ -431,27 +448,10 @@ func TestDispatchedStreamIsReparked(t *testing.T) {
 // the pool, and the next attempt arrives on it; a half-close instead
 // ends the stream, and so does an attempt ended before its terminal.
 func TestStreamParkedAgainUnasked(t *testing.T) {
-	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
-	e.hub.link.ParkedAttempts = 2
-	client := e.client(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, w := liveSession(t, ctx, client, "n1", nil)
-	gen := w.GetConnectionGeneration()
-	owner := pool.Reception{NodeID: "n1", ConnectionGeneration: gen}
+	r := startReparkEnv(t)
+	e, client, ctx, gen, terminal := r.hubEnv, r.nl, r.ctx, r.gen, doneTerminal
+	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn { t.Helper(); return r.dispatch(t, st, id) }
 	open := &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{Parked: true, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: gen}}}
-	terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "done"}}}
-	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn {
-		t.Helper()
-		ac, err := e.hub.Open(ctx, owner, &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: &wire.RunRequest{RunId: id}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, err := st.Recv(); err != nil || m.GetRun().GetRunId() != id {
-			t.Fatalf("%s on the parked stream: %v %v (no Reparked may come first)", id, m, err)
-		}
-		return ac
-	}
 	st, err := client.Attempt(withToken(ctx, "tok"))
 	if err != nil {
 		t.Fatal(err)
