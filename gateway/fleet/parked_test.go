@@ -295,12 +295,11 @@ func reopen(gen uint64) *wire.AttemptUp {
 func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	r := startReparkEnv(t)
 	e, client, ctx, gen, terminal := r.hubEnv, r.nl, r.ctx, r.gen, doneTerminal
-	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn { t.Helper(); return r.dispatch(t, st, id) }
 
 	st := parkReusable(t, ctx, client, gen)
 	e.waitParked(t, "n1", 1)
 	for _, id := range []string{"r1", "r2", "r3"} {
-		ac := dispatch(st, id)
+		ac := r.dispatch(t, st, id)
 		if err := st.Send(terminal); err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +323,7 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	}
 
 	// Cancelled before its terminal: the stream ends, nothing is reparked.
-	dispatch(st, "r4").End()
+	r.dispatch(t, st, "r4").End()
 	if m, err := st.Recv(); err == nil {
 		t.Fatalf("a cancelled attempt's stream got %v, want its end", m)
 	}
@@ -332,7 +331,7 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	// Not opened reusable: a finished attempt ends its stream.
 	plain := park(t, ctx, client, gen)
 	e.waitParked(t, "n1", 1)
-	dispatch(plain, "r5").Finish()
+	r.dispatch(t, plain, "r5").Finish()
 	if m, err := plain.Recv(); err == nil {
 		t.Fatalf("a stream not opened reusable got %v after its attempt, want its end", m)
 	}
@@ -340,7 +339,7 @@ func TestReparkedStreamCarriesTheNextAttempt(t *testing.T) {
 	// A reopen that names another generation is refused.
 	st = parkReusable(t, ctx, client, gen)
 	e.waitParked(t, "n1", 1)
-	dispatch(st, "r6").Finish()
+	r.dispatch(t, st, "r6").Finish()
 	if m, err := st.Recv(); err != nil || m.GetReparked() == nil {
 		t.Fatalf("got %v %v, want Reparked", m, err)
 	}
@@ -450,7 +449,6 @@ func TestDispatchedStreamIsReparked(t *testing.T) {
 func TestStreamParkedAgainUnasked(t *testing.T) {
 	r := startReparkEnv(t)
 	e, client, ctx, gen, terminal := r.hubEnv, r.nl, r.ctx, r.gen, doneTerminal
-	dispatch := func(st wire.NodeLink_AttemptClient, id string) *AttemptConn { t.Helper(); return r.dispatch(t, st, id) }
 	open := &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{Parked: true, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: gen}}}
 	st, err := client.Attempt(withToken(ctx, "tok"))
 	if err != nil {
@@ -461,7 +459,7 @@ func TestStreamParkedAgainUnasked(t *testing.T) {
 	}
 	e.waitParked(t, "n1", 1)
 	for _, id := range []string{"r1", "r2", "r3"} {
-		ac := dispatch(st, id)
+		ac := r.dispatch(t, st, id)
 		for _, m := range []*wire.AttemptUp{terminal, open} { // the open unasked, right behind the terminal
 			if err := st.Send(m); err != nil {
 				t.Fatal(err)
@@ -478,7 +476,7 @@ func TestStreamParkedAgainUnasked(t *testing.T) {
 	}
 
 	// Half-closed after the terminal: the stream ends.
-	ac := dispatch(st, "r4")
+	ac := r.dispatch(t, st, "r4")
 	_ = st.Send(terminal)
 	_ = st.CloseSend()
 	if _, err := ac.Recv(); err != nil {
@@ -496,7 +494,7 @@ func TestStreamParkedAgainUnasked(t *testing.T) {
 	}
 	_ = st.Send(open)
 	e.waitParked(t, "n1", 1)
-	dispatch(st, "r5").End()
+	r.dispatch(t, st, "r5").End()
 	if m, err := st.Recv(); err == nil {
 		t.Fatalf("a cancelled attempt's stream got %v, want its end", m)
 	}
