@@ -288,8 +288,19 @@ func runAdhoc(ctx context.Context, args []string) error {
 	conc := fs.Int("c", 16, "concurrency")
 	n := fs.Int("n", 1000, "requests")
 	chunks := fs.Int("chunks", 32, "content chunks a stream must carry")
+	hold := fs.Int("hold", 0, "instead of a load: open this many streams on a hold-* model and hold them until interrupted")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *hold > 0 {
+		release, err := holdStreams(ctx, target{url: *url, model: *model}, *hold)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("holding %d streams\n", *hold)
+		<-ctx.Done()
+		release()
+		return nil
 	}
 	res := runLoad(ctx, target{url: *url, model: *model}, loadSpec{stream: *stream, concurrency: *conc, requests: *n, chunks: *chunks})
 	fmt.Printf("%d requests in %v (%.0f/s), %d errors, %d truncated, p50 %v p99 %v ttft p50 %v\n", res.requests, res.elapsed.Round(time.Millisecond),

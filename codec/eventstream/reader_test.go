@@ -199,24 +199,31 @@ func FuzzObserver(f *testing.F) {
 	})
 }
 
-// TestReadBufGrows: a pump's buffer starts small and moves to the large
-// one only after a read filled it.
+// TestReadBufGrows: a pump's buffer starts small and moves up a size
+// only after a read filled it, up to the largest.
 func TestReadBufGrows(t *testing.T) {
 	b := NewReadBuf()
 	defer func() { b.Release() }()
-	if len(b.Bytes()) != smallRead {
+	if len(b.Bytes()) != readSizes[0] {
 		t.Fatalf("starts at %d bytes", len(b.Bytes()))
 	}
 	b.Grow(100)
-	if len(b.Bytes()) != smallRead {
+	if len(b.Bytes()) != readSizes[0] {
 		t.Fatalf("a short read grew it to %d", len(b.Bytes()))
 	}
-	b.Grow(smallRead)
-	if len(b.Bytes()) != largeRead {
-		t.Fatalf("a full read left it at %d", len(b.Bytes()))
+	for _, next := range readSizes[1:] {
+		b.Grow(len(b.Bytes()))
+		if len(b.Bytes()) != next {
+			t.Fatalf("a full read moved it to %d, want %d", len(b.Bytes()), next)
+		}
 	}
-	b.Grow(largeRead)
-	if len(b.Bytes()) != largeRead {
-		t.Fatalf("the large buffer changed to %d", len(b.Bytes()))
+	b.Grow(len(b.Bytes()))
+	if last := readSizes[len(readSizes)-1]; len(b.Bytes()) != last {
+		t.Fatalf("the largest buffer changed to %d", len(b.Bytes()))
+	}
+	b.Release()
+	b = NewReadBuf()
+	if len(b.Bytes()) != readSizes[0] {
+		t.Fatalf("a new buffer after a large one starts at %d", len(b.Bytes()))
 	}
 }
