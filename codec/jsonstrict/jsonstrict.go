@@ -8,9 +8,11 @@
 package jsonstrict
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"unicode/utf8"
 )
 
@@ -29,25 +31,29 @@ var (
 )
 
 // Check validates body as strict JSON whose top level is an object, with
-// nesting at most maxDepth (DefaultMaxDepth when <= 0).
+// nesting at most maxDepth (DefaultMaxDepth when <= 0): the grammar and
+// the strict rules in one pass.
 func Check(body []byte, maxDepth int) error {
-	if err := checkStrict(body, maxDepth); err != nil {
-		return err
-	}
-	if !json.Valid(body) {
-		return ErrInvalidJSON
-	}
-	return nil
+	_, err := check(body, maxDepth)
+	return err
 }
 
-// Unmarshal checks body as Check does and decodes it into v, reading the
-// grammar once: json.Unmarshal validates the whole body before it decodes
-// anything, so its syntax error stands for Check's ErrInvalidJSON and a
-// second validating pass is saved. A body Check refuses returns Check's
-// error (IsCheckError); one that does not fit v, encoding/json's.
+// Unmarshal checks body as Check does and decodes it into v as
+// json.Unmarshal does. The check reads the grammar, so encoding/json
+// need not validate the whole body again: a zero struct is decoded
+// member by member (decodeInto), anything else by json.Unmarshal. A body
+// Check refuses returns Check's error (IsCheckError); one that does not
+// fit v, encoding/json's.
 func Unmarshal(body []byte, maxDepth int, v any) error {
-	if err := checkStrict(body, maxDepth); err != nil {
+	s, err := check(body, maxDepth)
+	if err != nil {
 		return err
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().Kind() == reflect.Struct && rv.Elem().IsZero() {
+		if decodeInto(s.members, rv.Elem()) {
+			return nil
+		}
+		rv.Elem().SetZero()
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var se *json.SyntaxError
@@ -70,103 +76,34 @@ func IsCheckError(err error) bool {
 	return false
 }
 
-// checkStrict is Check without the grammar: emptiness, UTF-8, depth,
-// duplicate keys and lone surrogates.
-func checkStrict(body []byte, maxDepth int) error {
+// check is Check, returning the walk (with the top-level members).
+func check(body []byte, maxDepth int) (*scanner, error) {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
 	if len(body) == 0 {
-		return ErrEmptyBody
+		return nil, ErrEmptyBody
 	}
 	if !utf8.Valid(body) {
-		return ErrInvalidUTF8
+		return nil, ErrInvalidUTF8
 	}
-	// Depth first: the grammar check recurses, so a 10,000-deep body must
-	// be refused before it is parsed.
+	// The walk keeps its own stack, bounded by maxDepth: a 10,000-deep
+	// body is refused at its 65th level, never recursed into.
 	s := &scanner{buf: body, maxDepth: maxDepth}
-	return s.walk()
-}
-
-type frame struct {
-	object    bool
-	expectKey bool
-	keys      map[string]struct{}
-}
-
-type scanner struct {
-	buf      []byte
-	maxDepth int
-	stack    []frame
-	seenTop  bool
-}
-
-func (s *scanner) walk() error {
-	for i := 0; i < len(s.buf); i++ {
-		c := s.buf[i]
-		switch c {
-		case '{', '[':
-			if len(s.stack) == 0 {
-				if s.seenTop {
-					return ErrInvalidJSON
-				}
-				if c != '{' {
-					return ErrNotAnObject
-				}
-				s.seenTop = true
-			}
-			if len(s.stack) >= s.maxDepth {
-				return fmt.Errorf("%w: more than %d levels", ErrTooDeep, s.maxDepth)
-			}
-			s.stack = append(s.stack, frame{object: c == '{', expectKey: c == '{'})
-		case '}', ']':
-			if len(s.stack) == 0 {
-				return ErrInvalidJSON
-			}
-			s.stack = s.stack[:len(s.stack)-1]
-		case ',':
-			if top := s.top(); top != nil && top.object {
-				top.expectKey = true
-			}
-		case ':':
-			if top := s.top(); top != nil {
-				top.expectKey = false
-			}
-		case '"':
-			end, err := s.str(i)
-			if err != nil {
-				return err
-			}
-			if top := s.top(); top != nil && top.object && top.expectKey {
-				if err := s.key(top, s.buf[i:end+1]); err != nil {
-					return err
-				}
-			}
-			i = end
-		case ' ', '\t', '\n', '\r':
-		default:
-			if len(s.stack) == 0 {
-				return ErrNotAnObject
-			}
-		}
-	}
-	if !s.seenTop {
-		return ErrNotAnObject
-	}
-	return nil
-}
-
-func (s *scanner) top() *frame {
-	if len(s.stack) == 0 {
-		return nil
-	}
-	return &s.stack[len(s.stack)-1]
+	s.members = s.first[:0]
+	return s, s.walk()
 }
 
 // str scans the string starting at the quote at i and returns the index of
 // its closing quote, checking escapes for lone surrogates.
 func (s *scanner) str(i int) (int, error) {
 	for j := i + 1; j < len(s.buf); j++ {
+		for j+8 <= len(s.buf) && !special8(binary.LittleEndian.Uint64(s.buf[j:])) {
+			j += 8 // eight plain bytes
+		}
+		if j >= len(s.buf) {
+			break
+		}
 		switch s.buf[j] {
 		case '"':
 			return j, nil
@@ -174,9 +111,13 @@ func (s *scanner) str(i int) (int, error) {
 			if j+1 >= len(s.buf) {
 				return 0, ErrInvalidJSON
 			}
-			if s.buf[j+1] != 'u' {
+			switch s.buf[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				j++
 				continue
+			case 'u':
+			default:
+				return 0, fmt.Errorf("%w: invalid escape in string", ErrInvalidJSON)
 			}
 			n, err := s.unicodeEscape(j)
 			if err != nil {
@@ -190,6 +131,15 @@ func (s *scanner) str(i int) (int, error) {
 		}
 	}
 	return 0, ErrInvalidJSON
+}
+
+// special8 reports whether any of the eight bytes in x may be a quote, a
+// backslash or a control character (a false positive only sends the
+// word to the byte loop).
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
 }
 
 // unicodeEscape checks the \uXXXX escape at j (and its pair, for a high
@@ -236,12 +186,12 @@ func hex4(b []byte, at int) (rune, bool) {
 	return r, true
 }
 
-func (s *scanner) key(f *frame, quoted []byte) error {
+func (s *scanner) key(f *frame, quoted []byte) (string, error) {
 	k := string(quoted[1 : len(quoted)-1])
 	for _, c := range quoted {
 		if c == '\\' {
 			if err := json.Unmarshal(quoted, &k); err != nil {
-				return ErrInvalidJSON
+				return "", ErrInvalidJSON
 			}
 			break
 		}
@@ -250,11 +200,10 @@ func (s *scanner) key(f *frame, quoted []byte) error {
 		f.keys = make(map[string]struct{}, 8)
 	}
 	if _, dup := f.keys[k]; dup {
-		return fmt.Errorf("%w %q", ErrDuplicateKey, truncate(k, 64))
+		return "", fmt.Errorf("%w %q", ErrDuplicateKey, truncate(k, 64))
 	}
 	f.keys[k] = struct{}{}
-	f.expectKey = false
-	return nil
+	return k, nil
 }
 
 func truncate(s string, n int) string {

@@ -1,0 +1,149 @@
+package jsonstrict
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fuzzWire has the kinds of fields the request decoders use: pointers,
+// raw messages, slices of structs holding raw messages, nested structs,
+// plain values, an untagged field and an option.
+type fuzzWire struct {
+	Model    *string         `json:"model"`
+	Stream   *bool           `json:"stream"`
+	Temp     *float64        `json:"temperature"`
+	N        *int64          `json:"n,omitempty"`
+	Stop     json.RawMessage `json:"stop"`
+	Messages []fuzzMessage   `json:"messages"`
+	Opts     *struct {
+		Usage *bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Meta    map[string]any `json:"metadata"`
+	Any     any            `json:"any"`
+	Untaged int
+	skipped int
+	Ignored string `json:"-"`
+}
+
+type fuzzMessage struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Calls   []struct {
+		ID string `json:"id"`
+		Fn struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+var decodeSeeds = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f"}}]}]}`,
+	`{"MODEL":"m","messages":[]}`, `{"Model":"x"}`, `{"untaged":3}`, `{"Untaged":3}`, `{"ſtream":true}`,
+	`{"mod\u0065l":"m","stop":["a","b"],"n":2,"temperature":0.5e1}`,
+	`{"messages":null,"stop":null,"stream_options":null}`, `{"messages":[null]}`, `{"messages":[1]}`, `{"messages":{}}`,
+	`{"messages":[{"role":1}]}`, `{"model":1}`, `{"n":"2"}`, `{"n":1.5}`, `{"temperature":"hot"}`,
+	`{"metadata":{"a":[1,{"b":"\"}"}]},"any":[true,false,null,-0.0e-0]}`, `{"-":1,"skipped":2,"Ignored":"x"}`,
+	`{"messages":[{"content":"a\\\"b\\\\","role":"user"}]}`, ` { "messages" : [ { "role" : "user" , "content" : "x" } ] } `,
+	`{"messages":[{"role":"user","content":"x","unknown":{"deep":[1,2,3]}}]}`,
+}
+
+// TestUnmarshalMatchesEncodingJSON: for each seed, Unmarshal decodes what
+// json.Unmarshal decodes, or fails as it fails.
+func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
+	for _, s := range decodeSeeds {
+		sameAsEncodingJSON(t, []byte(s))
+	}
+}
+
+func sameAsEncodingJSON(t *testing.T, b []byte) {
+	t.Helper()
+	if Check(b, 16) != nil {
+		return
+	}
+	var got, want fuzzWire
+	gerr := Unmarshal(b, 16, &got)
+	werr := json.Unmarshal(b, &want)
+	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+		t.Fatalf("%s: Unmarshal %v, json.Unmarshal %v", b, gerr, werr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		t.Fatalf("%s: Unmarshal %s, json.Unmarshal %s", b, gj, wj)
+	}
+}
+
+func FuzzUnmarshalMatchesEncodingJSON(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { sameAsEncodingJSON(t, b) })
+}
+
+// FuzzCheckGrammar: Check accepts only what encoding/json accepts, and
+// refuses valid JSON only for a strict rule, never as invalid.
+func FuzzCheckGrammar(f *testing.F) {
+	for _, s := range append(decodeSeeds, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":"\x"}`, `{"a":[1,]}`, `{"a" 1}`,
+		`{"a":1,}`, `{"a":tru}`, `{"a":nul}`, `{"a":[}`, `{"a":{]}`, `{"a":1}}`, `{1:2}`, `{"a":"\u12"}`, `{"a":.5}`, `{"a":+1}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := Check(b, 16)
+		valid := json.Valid(b)
+		if err == nil && !valid {
+			t.Fatalf("%q: accepted, but it is not JSON", b)
+		}
+		if valid && errors.Is(err, ErrInvalidJSON) {
+			t.Fatalf("%q: refused as invalid, but it is JSON: %v", b, err)
+		}
+	})
+}
+
+// TestCheckGrammarRefusals: the grammar is Check's own now; each of these
+// is refused as invalid JSON.
+func TestCheckGrammarRefusals(t *testing.T) {
+	for _, s := range []string{`{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":1e+}`, `{"a":"\x"}`, `{"a":[1,]}`, `{"a" 1}`,
+		`{"a":1,}`, `{"a":tru}`, `{"a":nul}`, `{"a":falsey}`, `{"a":[}`, `{"a":{]}`, `{1:2}`, `{"a":"\u12"}`, `{"a":.5}`, `{"a":+1}`,
+		`{"a":1 2}`, `{"a":[1 2]}`, `{"a":{"b":1 "c":2}}`, `{"a":}`, `{`, `{"a"`, `{"a":`, `{"a":[`, `{"a":"`} {
+		if err := Check([]byte(s), 16); !errors.Is(err, ErrInvalidJSON) {
+			t.Errorf("%s: %v, want invalid JSON", s, err)
+		}
+	}
+	for _, s := range []string{`{"a":-0.5E+10,"b":[true,false,null,{},[]],"c":"\/\b\f\n\r\t\"\\"}`, "{\r\n\t}"} {
+		if err := Check([]byte(s), 16); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}
+
+// TestUnmarshalLargeMessageReadOnce: a 1 MiB message decodes to the same
+// value, with its content as written.
+func TestUnmarshalLargeMessageReadOnce(t *testing.T) {
+	content := `"` + strings.Repeat(`lorem \"ipsum\" `, 1<<16) + `"`
+	b := []byte(`{"model":"m","messages":[{"role":"user","content":` + content + `}]}`)
+	sameAsEncodingJSON(t, b)
+	var w fuzzWire
+	if err := Unmarshal(b, 16, &w); err != nil || string(w.Messages[0].Content) != content {
+		t.Fatalf("content of %d bytes decoded to %d: %v", len(content), len(w.Messages[0].Content), err)
+	}
+}
+
+// TestStringScanEveryByte: the eight-byte scan of strings finds a quote,
+// a backslash or a control character at any offset, and only those.
+func TestStringScanEveryByte(t *testing.T) {
+	for c := range 128 {
+		for at := range 17 {
+			text := []byte(strings.Repeat("a", 24))
+			text[at] = byte(c)
+			b := append(append([]byte(`{"k":"`), text...), `"}`...)
+			err := Check(b, 16)
+			if valid := json.Valid(b); (err == nil) != valid {
+				t.Fatalf("byte %#x at %d: Check %v, json.Valid %v", c, at, err, valid)
+			}
+		}
+	}
+}
