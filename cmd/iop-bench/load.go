@@ -288,6 +288,7 @@ func runAdhoc(ctx context.Context, args []string) error {
 	conc := fs.Int("c", 16, "concurrency")
 	n := fs.Int("n", 1000, "requests")
 	chunks := fs.Int("chunks", 32, "content chunks a stream must carry")
+	pad := fs.Int("pad", 0, "the user message's size in bytes (0: a short message)")
 	hold := fs.Int("hold", 0, "instead of a load: open this many streams on a hold-* model and hold them until interrupted")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -302,7 +303,7 @@ func runAdhoc(ctx context.Context, args []string) error {
 		release()
 		return nil
 	}
-	res := runLoad(ctx, target{url: *url, model: *model}, loadSpec{stream: *stream, concurrency: *conc, requests: *n, chunks: *chunks})
+	res := runLoad(ctx, target{url: *url, model: *model}, loadSpec{stream: *stream, concurrency: *conc, requests: *n, chunks: *chunks, padBytes: *pad})
 	fmt.Printf("%d requests in %v (%.0f/s), %d errors, %d truncated, p50 %v p99 %v ttft p50 %v\n", res.requests, res.elapsed.Round(time.Millisecond),
 		float64(res.requests)/res.elapsed.Seconds(), res.errors, res.truncated, percentile(res.latency, 0.5), percentile(res.latency, 0.99), percentile(res.ttft, 0.5))
 	return nil
