@@ -68,21 +68,27 @@ func decodeValue(raw []byte, f reflect.Value) bool {
 		f.SetBytes(append([]byte(nil), raw...)) // RawMessage.UnmarshalJSON copies too
 		return true
 	case raw[0] == '[' && f.Kind() == reflect.Slice && f.IsNil() && fieldsOf(f.Type().Elem()) != nil:
-		elems := make([][]byte, 0, 16)
-		eachElement(raw, func(e []byte) { elems = append(elems, e) })
-		out := reflect.MakeSlice(f.Type(), len(elems), len(elems))
-		for i, e := range elems {
-			if e[0] != '{' || !decodeObject(e, out.Index(i)) {
-				return false
-			}
-		}
-		f.Set(out)
-		return true
+		return decodeStructs(raw, f)
 	}
 	if ok, done := decodeScalar(raw, f); done {
 		return ok
 	}
 	return json.Unmarshal(raw, f.Addr().Interface()) == nil
+}
+
+// decodeStructs decodes a checked array into the nil slice of structs f
+// (its own frame: the element buffer is not on the stack of every value).
+func decodeStructs(arr []byte, f reflect.Value) bool {
+	elems := make([][]byte, 0, 16)
+	eachElement(arr, func(e []byte) { elems = append(elems, e) })
+	out := reflect.MakeSlice(f.Type(), len(elems), len(elems))
+	for i, e := range elems {
+		if e[0] != '{' || !decodeObject(e, out.Index(i)) {
+			return false
+		}
+	}
+	f.Set(out)
+	return true
 }
 
 // decodeScalar decodes the common scalars directly, as encoding/json
