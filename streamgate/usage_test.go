@@ -1,6 +1,7 @@
 package streamgate
 
 import (
+	"bytes"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -105,4 +106,39 @@ func TestResumedUsageCountsEveryAttempt(t *testing.T) {
 	if u := sum.Usage; u == nil || !sum.UsageEstimated || u.CompletionTokens != 2+3 || u.PromptTokens != 10 || u.TotalTokens != 12+3 {
 		t.Fatalf("usage %+v (estimated %v)", sum.Usage, sum.UsageEstimated)
 	}
+}
+
+var estimateSeeds = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":["a",{"b":"c"} , "d"],"x":[{"y":"z"} , "w"],"n":[1,true,null,-2.5e3],"e":"\u00e9\n\"q\"","k\u0065y":"data:x"}`,
+	`{"messages":[{"content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,QUFB"}}]}]}`,
+	` { "a" : [ [ "x" ] , { } , [ ] ] , "model" : "gpt" } `, `{"a":"\"data:"}`, `{"a":"\u0064ata:x"}`,
+	`{"model":"a","model":"b"}`, `[1,"two"]`, `not json`, ``, `{"a":`,
+}
+
+// TestEstimateOneReadMatchesParse: the estimate of a large body, read
+// with jsonstrict, is the estimate fastjson's tree gives.
+func TestEstimateOneReadMatchesParse(t *testing.T) {
+	for _, s := range estimateSeeds {
+		padded := []byte(s + strings.Repeat(" ", estimateWalkBytes+1))
+		if got, want := EstimatePromptTokens(padded), estimateParsed(padded); got != want {
+			t.Errorf("%s: %d, want %d", s, got, want)
+		}
+	}
+	big := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", estimateWalkBytes/6) + `"}]}`)
+	if got, want := EstimatePromptTokens(big), estimateParsed(big); got != want {
+		t.Errorf("a large message: %d, want %d", got, want)
+	}
+}
+
+func FuzzEstimateOneReadMatchesParse(f *testing.F) {
+	for _, s := range estimateSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		padded := append(b, bytes.Repeat([]byte(" "), estimateWalkBytes+1)...)
+		if got, want := EstimatePromptTokens(padded), estimateParsed(padded); got != want {
+			t.Fatalf("%q: %d, want %d", b, got, want)
+		}
+	})
 }

@@ -18,6 +18,9 @@ type scanner struct {
 	members  []Member
 	start    int // where the value of the last top-level member starts
 	first    [8]Member
+	// grammarOnly skips what only Check needs: duplicate keys (and so
+	// the keys themselves) and the top-level members.
+	grammarOnly bool
 }
 
 // walk checks the whole body: one object, then only whitespace.
@@ -145,16 +148,18 @@ func (s *scanner) member(i int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	k, err := s.key(&s.stack[len(s.stack)-1], b[i:end+1])
-	if err != nil {
-		return 0, err
+	var k string
+	if !s.grammarOnly {
+		if k, err = s.key(&s.stack[len(s.stack)-1], b[i:end+1]); err != nil {
+			return 0, err
+		}
 	}
 	j := skipSpace(b, end+1)
 	if j >= len(b) || b[j] != ':' {
 		return 0, ErrInvalidJSON
 	}
 	j = skipSpace(b, j+1)
-	if len(s.stack) == 1 {
+	if len(s.stack) == 1 && !s.grammarOnly {
 		s.members = append(s.members, Member{Key: k})
 		s.start = j
 	}

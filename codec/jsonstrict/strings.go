@@ -1,0 +1,74 @@
+package jsonstrict
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Strings checks body as Check does, but for duplicate keys (which it
+// allows), and when it passes calls fn for every string value in it
+// (never a key), in order, with the key of the member it belongs to (an
+// array's elements have the array's key; the top level has none) and its
+// text, unescaped. It returns the number of objects, the body's own
+// included. It reads the body once more after the check, without
+// recursion and without copying what has no escapes.
+func Strings(body []byte, maxDepth int, fn func(key, text []byte)) (objects int, err error) {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	if len(body) == 0 {
+		return 0, ErrEmptyBody
+	}
+	if !utf8.Valid(body) {
+		return 0, ErrInvalidUTF8
+	}
+	s := scanner{buf: body, maxDepth: maxDepth, grammarOnly: true}
+	if err := s.walk(); err != nil {
+		return 0, err
+	}
+	var stack [16][]byte
+	keys := stack[:0] // the key of each open container
+	var key []byte    // the key of the value about to be read
+	for i := skipSpace(body, 0); i < len(body); i = skipSpace(body, i) {
+		c := body[i]
+		if (c == ',' || c == '}' || c == ']') && len(keys) > 0 {
+			key = keys[len(keys)-1] // what follows is the container's again
+		}
+		switch c {
+		case '{', '[':
+			if c == '{' {
+				objects++
+			}
+			keys = append(keys, key)
+			i++
+		case '}', ']':
+			keys = keys[:len(keys)-1]
+			i++
+		case ',', ':':
+			i++
+		case '"':
+			end := skipString(body, i)
+			if j := skipSpace(body, end); j < len(body) && body[j] == ':' {
+				key = unquoted(body[i:end]) // a member's key
+			} else {
+				fn(key, unquoted(body[i:end]))
+			}
+			i = end
+		default:
+			i = skip(body, i) // a number or a literal
+		}
+	}
+	return objects, nil
+}
+
+// unquoted is the text of a checked string: its bytes between the
+// quotes when it has no escapes.
+func unquoted(q []byte) []byte {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q[1 : len(q)-1]
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // checked: it is a valid string
+	return []byte(s)
+}
