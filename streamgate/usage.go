@@ -42,29 +42,37 @@ func EstimatePromptTokens(body []byte) int64 {
 	if len(body) <= estimateWalkBytes {
 		return estimateParsed(body)
 	}
-	var text, media int64
-	objects, err := jsonstrict.Strings(body, 0, func(key, s []byte) {
-		switch {
-		case string(key) == "model":
-		case bytes.HasPrefix(s, []byte("data:")):
-			media++
-		default:
-			text += int64(len(s))
-		}
-	})
+	var t tally
+	objects, err := jsonstrict.Strings(body, 0, t.add)
 	if err != nil {
 		return estimateParsed(body) // not strict JSON: as fastjson reads it
 	}
-	return estimate(text, int64(objects), media)
+	t.objects = int64(objects)
+	return t.estimate()
+}
+
+// tally is what the prompt estimate counts of a body.
+type tally struct{ text, objects, media int64 }
+
+// add counts the string value s of the member key: not the model's name,
+// an inline data: URL as media, anything else as text.
+func (t *tally) add(key, s []byte) {
+	switch {
+	case string(key) == "model":
+	case bytes.HasPrefix(s, []byte("data:")):
+		t.media++
+	default:
+		t.text += int64(len(s))
+	}
+}
+
+func (t *tally) estimate() int64 {
+	return (t.text+bytesPerToken-1)/bytesPerToken + perObjectTokens*t.objects + imageTokens*t.media
 }
 
 // estimateWalkBytes is the size above which a body's estimate is read
 // without a parse tree: below it the pooled parser is faster.
 const estimateWalkBytes = 64 << 10
-
-func estimate(text, objects, media int64) int64 {
-	return (text+bytesPerToken-1)/bytesPerToken + perObjectTokens*objects + imageTokens*media
-}
 
 // estimateParsed is EstimatePromptTokens read with fastjson: of a small
 // body, and of a large one jsonstrict refuses (nesting past its limit,
@@ -75,21 +83,14 @@ func estimateParsed(body []byte) (n int64) {
 			n = (int64(len(body)) + bytesPerToken - 1) / bytesPerToken
 			return
 		}
-		var text, objects, media int64
+		var t tally
 		var walk func(key []byte, v *fastjson.Value)
 		walk = func(key []byte, v *fastjson.Value) {
 			switch v.Type() {
 			case fastjson.TypeString:
-				b := v.GetStringBytes()
-				switch {
-				case string(key) == "model":
-				case bytes.HasPrefix(b, []byte("data:")):
-					media++
-				default:
-					text += int64(len(b))
-				}
+				t.add(key, v.GetStringBytes())
 			case fastjson.TypeObject:
-				objects++
+				t.objects++
 				v.GetObject().Visit(walk)
 			case fastjson.TypeArray:
 				for _, c := range v.GetArray() {
@@ -98,7 +99,7 @@ func estimateParsed(body []byte) (n int64) {
 			}
 		}
 		walk(nil, v)
-		n = estimate(text, objects, media)
+		n = t.estimate()
 	})
 	return n
 }
