@@ -24,6 +24,7 @@ type fuzzWire struct {
 	Meta    map[string]any `json:"metadata"`
 	Any     any            `json:"any"`
 	Untaged int
+	//lint:ignore U1000 decoding must leave an unexported field alone
 	skipped int
 	Ignored string `json:"-"`
 }
