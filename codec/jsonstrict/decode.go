@@ -2,6 +2,7 @@ package jsonstrict
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -60,7 +61,22 @@ func (fs *fields) decode(key string, val []byte, v reflect.Value) bool {
 	return decodeValue(val, v.Field(i))
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var (
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// custom reports whether encoding/json decodes a t with t's own method
+// (UnmarshalJSON or UnmarshalText, on t or on *t).
+func custom(t reflect.Type) bool {
+	for _, u := range [...]reflect.Type{unmarshalerType, textUnmarshalerType} {
+		if t.Implements(u) || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(u) {
+			return true
+		}
+	}
+	return false
+}
 
 func decodeValue(raw []byte, f reflect.Value) bool {
 	switch {
@@ -97,6 +113,9 @@ func decodeStructs(arr []byte, f reflect.Value) bool {
 // done is false for anything else; ok is false where encoding/json would
 // fail.
 func decodeScalar(raw []byte, f reflect.Value) (ok, done bool) {
+	if custom(f.Type()) {
+		return false, false // its own UnmarshalJSON or UnmarshalText decodes it
+	}
 	if f.Kind() == reflect.Pointer {
 		if raw[0] == 'n' {
 			f.SetZero()
@@ -156,7 +175,7 @@ var fieldCache sync.Map // reflect.Type → *fields (nil: not a plain struct)
 // whose fields encoding/json maps one to one by their names: no embedded
 // structs, no ",string" options, no names it would reject.
 func fieldsOf(t reflect.Type) *fields {
-	if t.Kind() != reflect.Struct {
+	if t.Kind() != reflect.Struct || custom(t) {
 		return nil
 	}
 	if fs, ok := fieldCache.Load(t); ok {

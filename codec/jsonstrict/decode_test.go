@@ -22,6 +22,10 @@ type fuzzWire struct {
 		Usage *bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Meta    map[string]any `json:"metadata"`
+	Upper   upper          `json:"upper"`
+	UpperP  *upper         `json:"upper_p"`
+	When    *textTime      `json:"when"`
+	Custom  []customObject `json:"custom"`
 	Any     any            `json:"any"`
 	Untaged int
 	//lint:ignore U1000 decoding must leave an unexported field alone
@@ -40,7 +44,29 @@ type fuzzMessage struct {
 	} `json:"tool_calls"`
 }
 
+// upper, textTime and customObject decode themselves: Unmarshal must
+// leave them to their methods, as encoding/json does.
+type upper string
+
+func (u *upper) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*u = upper(strings.ToUpper(s))
+	return nil
+}
+
+type textTime struct{ s string }
+
+func (t *textTime) UnmarshalText(b []byte) error { t.s = "text:" + string(b); return nil }
+
+type customObject struct{ Raw string }
+
+func (c *customObject) UnmarshalJSON(b []byte) error { c.Raw = string(b); return nil }
+
 var decodeSeeds = []string{
+	`{"upper":"abc","upper_p":"def","when":"noon","custom":[{"a":1},{"b":[2]}]}`, `{"upper":null,"upper_p":null,"when":null,"custom":null}`,
 	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 	`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f"}}]}]}`,
 	`{"MODEL":"m","messages":[]}`, `{"Model":"x"}`, `{"untaged":3}`, `{"Untaged":3}`, `{"ſtream":true}`,
