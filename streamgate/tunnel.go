@@ -41,6 +41,9 @@ type tunnelState struct {
 	// reshape, when set, turns a whole answer into the client's surface
 	// (Request.Reshape, for an attempt on the Tunnel form).
 	reshape func(status int, header http.Header, body []byte) (int, http.Header, []byte)
+	// output is the delivered body's output when it was read with its
+	// usage (nil: read it from buf).
+	output *eventstream.Output
 }
 
 // maxTunnelBuffer bounds a buffered (non-streaming or error) tunnel body;
@@ -181,7 +184,15 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: head, errBody: body}
 	case tunnelBuffer:
 		if strings.Contains(strings.ToLower(t.header.Get("Content-Type")), "json") {
-			rt.sum.Usage = observed(eventstream.BodyUsage(t.buf), rt.sum.Usage)
+			var u *execution.TokenUsage
+			if t.reshape == nil { // the client gets this body: its output is read from the same parse
+				var o eventstream.Output
+				u, o = eventstream.BodyUsageOutput(t.buf)
+				t.output = &o
+			} else {
+				u = eventstream.BodyUsage(t.buf)
+			}
+			rt.sum.Usage = observed(u, rt.sum.Usage)
 		}
 		if t.reshape != nil {
 			t.status, t.header, t.buf = t.reshape(t.status, t.header, t.buf)

@@ -182,20 +182,25 @@ func responsesBodyOutput(v *fastjson.Value) int {
 // Ollama answer. Zero for anything else (an embedding has none).
 func BodyOutput(body []byte) (o Output) {
 	ParseWhole(body, func(v *fastjson.Value, err error) {
-		if err != nil || v.Type() != fastjson.TypeObject {
-			return
-		}
-		switch {
-		case v.Get("choices") != nil:
-			o.event(chatOutput(v, true))
-		case v.Get("output") != nil:
-			o.event(responsesBodyOutput(v))
-		case string(v.GetStringBytes("type")) == "message":
-			o.event(messagesBodyOutput(v))
-		default:
-			o.event(ollamaOutput(v))
+		if err == nil && v.Type() == fastjson.TypeObject {
+			o = valueOutput(v)
 		}
 	})
+	return o
+}
+
+// valueOutput is BodyOutput of a parsed object.
+func valueOutput(v *fastjson.Value) (o Output) {
+	switch {
+	case v.Get("choices") != nil:
+		o.event(chatOutput(v, true))
+	case v.Get("output") != nil:
+		o.event(responsesBodyOutput(v))
+	case string(v.GetStringBytes("type")) == "message":
+		o.event(messagesBodyOutput(v))
+	default:
+		o.event(ollamaOutput(v))
+	}
 	o.Events = 0 // a whole answer says nothing about how many tokens it took
 	return o
 }

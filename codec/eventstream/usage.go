@@ -54,16 +54,29 @@ func (u *Usage) TokenUsage() *execution.TokenUsage {
 // eval counts. Nil when the body reports none.
 func BodyUsage(body []byte) (u *execution.TokenUsage) {
 	ParseWhole(body, func(v *fastjson.Value, err error) {
-		if err != nil || v.Type() != fastjson.TypeObject {
-			return
+		if err == nil && v.Type() == fastjson.TypeObject {
+			u = valueUsage(v)
 		}
-		if w := v.Get("usage"); present(w) {
-			u = usageOf(w)
-			return
-		}
-		u = ollamaUsage(int64Field(v, "prompt_eval_count"), int64Field(v, "eval_count"))
 	})
 	return u
+}
+
+// BodyUsageOutput is BodyUsage and BodyOutput of the same body, from one
+// parse.
+func BodyUsageOutput(body []byte) (u *execution.TokenUsage, o Output) {
+	ParseWhole(body, func(v *fastjson.Value, err error) {
+		if err == nil && v.Type() == fastjson.TypeObject {
+			u, o = valueUsage(v), valueOutput(v)
+		}
+	})
+	return u, o
+}
+
+func valueUsage(v *fastjson.Value) *execution.TokenUsage {
+	if w := v.Get("usage"); present(w) {
+		return usageOf(w)
+	}
+	return ollamaUsage(int64Field(v, "prompt_eval_count"), int64Field(v, "eval_count"))
 }
 
 // ParseWhole parses a whole JSON body and hands the result to f, which

@@ -1,6 +1,7 @@
 package eventstream
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,25 @@ func TestObservedOutput(t *testing.T) {
 	} {
 		if got := BodyOutput([]byte(body)); got.Bytes != want || got.Events != 0 {
 			t.Errorf("BodyOutput(%s) = %+v, want %d bytes", body, got, want)
+		}
+	}
+}
+
+// TestBodyUsageOutputOneParse: one parse gives what BodyUsage and
+// BodyOutput give of the same body.
+func TestBodyUsageOutputOneParse(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10}}`,
+		`{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":3,"output_tokens":1}}`,
+		`{"type":"message","content":[{"type":"text","text":"hey"}],"usage":{"input_tokens":4,"output_tokens":2}}`,
+		`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"prompt_eval_count":5,"eval_count":1}`,
+		`{"object":"list","data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":2,"total_tokens":2}}`,
+		`{"choices":[]}`, `[1,2]`, `not json`, ``,
+	} {
+		u, o := BodyUsageOutput([]byte(body))
+		wu, wo := BodyUsage([]byte(body)), BodyOutput([]byte(body))
+		if !reflect.DeepEqual(u, wu) || o != wo {
+			t.Errorf("%s: %+v %+v, want %+v %+v", body, u, o, wu, wo)
 		}
 	}
 }
