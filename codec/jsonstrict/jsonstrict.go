@@ -78,20 +78,26 @@ func IsCheckError(err error) bool {
 
 // check is Check, returning the walk (with the top-level members).
 func check(body []byte, maxDepth int) (*scanner, error) {
+	s := &scanner{}
+	s.members = s.first[:0]
+	return s, s.check(body, maxDepth)
+}
+
+// check walks body: emptiness and UTF-8 first, then the grammar and the
+// strict rules (the walk keeps its own stack, bounded by maxDepth: a
+// 10,000-deep body is refused at its 65th level, never recursed into).
+func (s *scanner) check(body []byte, maxDepth int) error {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
 	if len(body) == 0 {
-		return nil, ErrEmptyBody
+		return ErrEmptyBody
 	}
 	if !utf8.Valid(body) {
-		return nil, ErrInvalidUTF8
+		return ErrInvalidUTF8
 	}
-	// The walk keeps its own stack, bounded by maxDepth: a 10,000-deep
-	// body is refused at its 65th level, never recursed into.
-	s := &scanner{buf: body, maxDepth: maxDepth}
-	s.members = s.first[:0]
-	return s, s.walk()
+	s.buf, s.maxDepth = body, maxDepth
+	return s.walk()
 }
 
 // str scans the string starting at the quote at i and returns the index of

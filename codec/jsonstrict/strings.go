@@ -3,7 +3,6 @@ package jsonstrict
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // Strings checks body as Check does, but for duplicate keys (which it
@@ -14,17 +13,8 @@ import (
 // included. It reads the body once more after the check, without
 // recursion and without copying what has no escapes.
 func Strings(body []byte, maxDepth int, fn func(key, text []byte)) (objects int, err error) {
-	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
-	}
-	if len(body) == 0 {
-		return 0, ErrEmptyBody
-	}
-	if !utf8.Valid(body) {
-		return 0, ErrInvalidUTF8
-	}
-	s := scanner{buf: body, maxDepth: maxDepth, grammarOnly: true}
-	if err := s.walk(); err != nil {
+	s := scanner{grammarOnly: true}
+	if err := s.check(body, maxDepth); err != nil {
 		return 0, err
 	}
 	var stack [16][]byte
