@@ -58,7 +58,7 @@ func (fs *fields) decode(key string, val []byte, v reflect.Value) bool {
 	if !ok {
 		return !fs.folds(key) // encoding/json ignores unknown keys
 	}
-	return decodeValue(val, v.Field(i))
+	return decodeValue(val, v.Field(i), fs.custom[i])
 }
 
 var (
@@ -78,16 +78,20 @@ func custom(t reflect.Type) bool {
 	return false
 }
 
-func decodeValue(raw []byte, f reflect.Value) bool {
+// decodeValue decodes raw into the field f; custom: f's type decodes
+// itself (see custom), so encoding/json must call its method.
+func decodeValue(raw []byte, f reflect.Value, custom bool) bool {
 	switch {
 	case f.Type() == rawMessageType && raw[0] != 'n':
 		f.SetBytes(append([]byte(nil), raw...)) // RawMessage.UnmarshalJSON copies too
 		return true
+	case custom:
 	case raw[0] == '[' && f.Kind() == reflect.Slice && f.IsNil() && fieldsOf(f.Type().Elem()) != nil:
 		return decodeStructs(raw, f)
-	}
-	if ok, done := decodeScalar(raw, f); done {
-		return ok
+	default:
+		if ok, done := decodeScalar(raw, f); done {
+			return ok
+		}
 	}
 	return json.Unmarshal(raw, f.Addr().Interface()) == nil
 }
@@ -113,9 +117,6 @@ func decodeStructs(arr []byte, f reflect.Value) bool {
 // done is false for anything else; ok is false where encoding/json would
 // fail.
 func decodeScalar(raw []byte, f reflect.Value) (ok, done bool) {
-	if custom(f.Type()) {
-		return false, false // its own UnmarshalJSON or UnmarshalText decodes it
-	}
 	if f.Kind() == reflect.Pointer {
 		if raw[0] == 'n' {
 			f.SetZero()
@@ -152,10 +153,12 @@ func decodeScalar(raw []byte, f reflect.Value) (ok, done bool) {
 
 func numeric(c byte) bool { return c == '-' || c >= '0' && c <= '9' }
 
-// fields is what decodeInto needs of a struct type: its JSON names.
+// fields is what decodeInto needs of a struct type: its JSON names, and
+// by field index whether the field's type decodes itself.
 type fields struct {
-	index map[string]int
-	names []string
+	index  map[string]int
+	names  []string
+	custom []bool
 }
 
 // folds reports whether key names a field in another case (encoding/json
@@ -187,9 +190,10 @@ func fieldsOf(t reflect.Type) *fields {
 }
 
 func plainFields(t reflect.Type) *fields {
-	fs := &fields{index: map[string]int{}}
+	fs := &fields{index: map[string]int{}, custom: make([]bool, t.NumField())}
 	for i := range t.NumField() {
 		f := t.Field(i)
+		fs.custom[i] = custom(f.Type)
 		if f.Anonymous {
 			return nil
 		}
