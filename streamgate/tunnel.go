@@ -42,8 +42,9 @@ type tunnelState struct {
 	// (Request.Reshape, for an attempt on the Tunnel form).
 	reshape func(status int, header http.Header, body []byte) (int, http.Header, []byte)
 	// output is the delivered body's output when it was read with its
-	// usage (nil: read it from buf).
-	output *eventstream.Output
+	// usage (outputRead; otherwise it is read from buf).
+	output     eventstream.Output
+	outputRead bool
 }
 
 // maxTunnelBuffer bounds a buffered (non-streaming or error) tunnel body;
@@ -186,9 +187,8 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		if strings.Contains(strings.ToLower(t.header.Get("Content-Type")), "json") {
 			var u *execution.TokenUsage
 			if t.reshape == nil { // the client gets this body: its output is read from the same parse
-				var o eventstream.Output
-				u, o = eventstream.BodyUsageOutput(t.buf)
-				t.output = &o
+				u, t.output = eventstream.BodyUsageOutput(t.buf)
+				t.outputRead = true
 			} else {
 				u = eventstream.BodyUsage(t.buf)
 			}

@@ -141,8 +141,8 @@ func (ar *attemptRun) delivered() eventstream.Output {
 		return ar.rendered
 	case t.obs != nil:
 		return t.obs.Output
-	case t.output != nil:
-		return *t.output
+	case t.outputRead:
+		return t.output
 	case t.mode == tunnelBuffer && t.buf != nil:
 		return eventstream.BodyOutput(t.buf)
 	}
