@@ -2,6 +2,7 @@ package streamgate
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -206,5 +207,26 @@ func TestFailedRedispatchEndsTheRecoveryCycle(t *testing.T) {
 	}
 	if f, r := count(resultDispatchFailed)-failed0, count(resultRedispatched)-redis0; f != 1 || r != 0 {
 		t.Fatalf("dispatch_failed +%v, redispatched +%v; want +1, +0", f, r)
+	}
+}
+
+// TestVanishedProviderIsNoProvider: the only provider's node went away
+// between its lease and the dispatch (its disconnect not yet seen), and
+// then nothing serves the model: the client gets 503 no_provider with a
+// Retry-After, as a moment later, not the 502 of a provider's failure.
+func TestVanishedProviderIsNoProvider(t *testing.T) {
+	calls := 0
+	d := &fakeDispatcher{dispatchF: func(context.Context) error {
+		if calls++; calls == 1 {
+			return &DispatchError{ProviderID: "n/a", Err: io.ErrClosedPipe}
+		}
+		return ErrNoProvider
+	}}
+	w := serve(t, d, &Request{Surface: surface.Chat, Model: "m", Snapshot: []byte("{}")}, nil)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"code":"`+codeNoProvider+`"`) || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("client got %d %s (Retry-After %q)", w.Code, w.Body.String(), w.Header().Get("Retry-After"))
+	}
+	if calls < 2 {
+		t.Fatalf("%d dispatches: the vanished provider's failure was not retried", calls)
 	}
 }

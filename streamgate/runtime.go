@@ -335,11 +335,14 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 		rt.fail(ctx, nil, rt.rs.cut)
 		return
 	}
-	if rt.lastFail != nil {
+	if rt.lastFail != nil && !(rt.lastFail.cause == causeDispatch && errors.Is(err, ErrNoProvider)) {
 		// Failover found nowhere to go: the client gets the failure itself.
 		rt.fail(ctx, nil, rt.lastFail)
 		return
 	}
+	// Nothing to dispatch to — nothing before either, or only a provider
+	// whose node went away before it took the work (its disconnect not yet
+	// seen when it was leased): no provider, not a provider's failure.
 	rt.fail(ctx, dispatchError(err), nil)
 }
 
