@@ -160,6 +160,10 @@ func TestEdgeStartupAnswers503(t *testing.T) {
 		t.Fatalf("an unknown model once every node connected: %d", resp.StatusCode)
 	}
 	c.StopNode("late")
+	// The node has exited; the edge learns it from its link a moment
+	// later (a request in that moment may still be leased to it: see
+	// TestVanishedProviderIsNoProvider).
+	c.WaitProviders(t, 0)
 	resp = post(t, c.URL+"/v1/chat/completions", `{"model":"configured","messages":[{"role":"user","content":"hi"}]}`)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
