@@ -319,3 +319,20 @@ func skipString(b []byte, i int) int {
 		j++
 	}
 }
+
+// UnmarshalChecked decodes raw into v as json.Unmarshal does, where raw
+// is a value inside a body Check (or Unmarshal) accepted: what Unmarshal
+// decodes without validating again (a string without escapes, a slice of
+// structs split here, a raw message copied) is decoded the same way, the
+// rest, and any value that does not fit, by json.Unmarshal. Bytes Check
+// never saw must go to json.Unmarshal instead.
+func UnmarshalChecked(raw []byte, v any) error {
+	if rv := reflect.ValueOf(v); len(raw) > 0 && rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().IsZero() {
+		f := rv.Elem()
+		if decodeValue(raw, f, custom(f.Type())) {
+			return nil
+		}
+		f.SetZero()
+	}
+	return json.Unmarshal(raw, v)
+}

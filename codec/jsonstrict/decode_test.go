@@ -104,11 +104,43 @@ func sameAsEncodingJSON(t *testing.T, b []byte) {
 	}
 }
 
+// checkedSameAsEncodingJSON: UnmarshalChecked of each top-level member
+// of a checked body decodes what json.Unmarshal decodes, or fails as it
+// fails, into the kinds of targets the request decoders use.
+func checkedSameAsEncodingJSON(t *testing.T, b []byte) {
+	t.Helper()
+	s, err := check(b, 16)
+	if err != nil {
+		return
+	}
+	for _, m := range s.members {
+		for _, newTarget := range []func() any{
+			func() any { return new(string) }, func() any { return new([]fuzzMessage) }, func() any { return new(*float64) },
+			func() any { return new(json.RawMessage) }, func() any { return new(any) }, func() any { return new(upper) },
+		} {
+			got, want := newTarget(), newTarget()
+			gerr, werr := UnmarshalChecked(m.Value, got), json.Unmarshal(m.Value, want)
+			if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s into %T: UnmarshalChecked %v %v, json.Unmarshal %v %v", m.Value, got, got, gerr, want, werr)
+			}
+		}
+	}
+}
+
+func TestUnmarshalCheckedMatchesEncodingJSON(t *testing.T) {
+	for _, s := range decodeSeeds {
+		checkedSameAsEncodingJSON(t, []byte(s))
+	}
+}
+
 func FuzzUnmarshalMatchesEncodingJSON(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { sameAsEncodingJSON(t, b) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sameAsEncodingJSON(t, b)
+		checkedSameAsEncodingJSON(t, b)
+	})
 }
 
 // FuzzCheckGrammar: Check accepts only what encoding/json accepts, and

@@ -24,3 +24,24 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeResponsesRequest: a Responses request whose input is a
+// 1 MiB string, and one whose input is a 1 MiB message item.
+func BenchmarkDecodeResponsesRequest(b *testing.B) {
+	text := strings.Repeat("lorem ipsum ", 1<<20/12)
+	for _, tc := range []struct{ name, body string }{
+		{"1mib-string", `{"model":"m","input":"` + text + `"}`},
+		{"1mib-item", `{"model":"m","input":[{"type":"message","role":"user","content":"` + text + `"}]}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := []byte(tc.body)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, e := DecodeResponsesRequest(body, Limits{}); e != nil {
+					b.Fatal(e)
+				}
+			}
+		})
+	}
+}

@@ -133,13 +133,13 @@ func decodeInput(raw json.RawMessage, l Limits, neutral **Error) ([]execution.Me
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := jsonstrict.UnmarshalChecked(raw, &s); err != nil {
 			return nil, InvalidRequest("input", "Invalid 'input'.")
 		}
 		return []execution.Message{{Role: "user", Content: s}}, nil
 	}
-	var items []inputItemWire
-	if err := json.Unmarshal(raw, &items); err != nil {
+	var items []inputItemWire // raw is part of the body DecodeResponsesRequest checked
+	if err := jsonstrict.UnmarshalChecked(raw, &items); err != nil {
 		return nil, InvalidRequest("input", "Invalid type for 'input': expected a string or an array of input items.")
 	}
 	if len(items) == 0 {
@@ -178,7 +178,7 @@ func inputItem(i int, it inputItemWire, neutral **Error) (execution.Message, *Er
 	case "function_call_output":
 		var out string
 		if len(it.Output) > 0 && it.Output[0] == '"' {
-			_ = json.Unmarshal(it.Output, &out)
+			_ = jsonstrict.UnmarshalChecked(it.Output, &out)
 		} else {
 			out = string(it.Output)
 		}
@@ -197,7 +197,7 @@ func inputItem(i int, it inputItemWire, neutral **Error) (execution.Message, *Er
 		return m, InvalidRequest(param+".content", "Missing required parameter: '%s.content'.", param)
 	}
 	if raw[0] == '"' {
-		_ = json.Unmarshal(raw, &m.Content)
+		_ = jsonstrict.UnmarshalChecked(raw, &m.Content)
 		return m, nil
 	}
 	var parts []struct {
@@ -206,7 +206,7 @@ func inputItem(i int, it inputItemWire, neutral **Error) (execution.Message, *Er
 		ImageURL string `json:"image_url"`
 		FileID   string `json:"file_id"`
 	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	if err := jsonstrict.UnmarshalChecked(raw, &parts); err != nil {
 		return m, InvalidRequest(param+".content", "Invalid type for '%s.content'.", param)
 	}
 	var text strings.Builder
