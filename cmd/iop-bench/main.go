@@ -4,7 +4,7 @@
 //	iop-bench upstream -addr 127.0.0.1:0        # the fast fake OpenAI upstream
 //	iop-bench proxy -addr ... -upstream URL     # the naive httputil.ReverseProxy
 //	iop-bench run [-quick] [-out docs/benchmarks.md]
-//	iop-bench load -url URL -model M [-stream] [-c N] [-n N]   # one ad-hoc load run
+//	iop-bench load -url URL -model M [-stream] [-c N] [-n N] [-pad BYTES]   # one ad-hoc load run
 //	iop-bench load -url URL -model hold-60 -hold N   # hold N open streams until interrupted
 //
 // `run` starts every system as its own process, interleaves them with
