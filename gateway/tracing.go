@@ -12,8 +12,14 @@ import (
 
 // traceRequest opens the request's server span, continuing the client's
 // trace when it sent a traceparent. Attempts are its children (the
-// dispatcher's "iop attempt" spans), and so are the nodes' spans.
+// dispatcher's "iop attempt" spans), and so are the nodes' spans. With
+// tracing off it is not in the chain: nothing is read or built per
+// request, and the client's own trace context passes upstream as it came
+// (the propagated headers).
 func (g *Gateway) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	if !g.tracer.Enabled() {
+		return next
+	}
 	return func(c echo.Context) error {
 		r := c.Request()
 		ctx, span := g.tracer.Start(tracing.Extract(r.Context(), r.Header), "iop "+r.Method+" "+c.Path(),

@@ -42,6 +42,7 @@ type responder struct {
 	lastTail  [2]byte // the last two bytes written, for clean-boundary checks
 	written   int64
 	failed    error     // a write failed: the client is gone or too slow
+	deadline  time.Time // the client write deadline last set (armDeadline)
 	commitAt  time.Time // when the first byte went out
 }
 
@@ -122,11 +123,8 @@ func (r *responder) writeLocked(p []byte, flush bool) error {
 		r.w.WriteHeader(validStatus(r.status))
 		r.state, r.commitAt = StreamOpen, time.Now()
 	}
-	if r.writeTimeout > 0 {
-		if err := r.rc.SetWriteDeadline(time.Now().Add(r.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			r.failed = fmt.Errorf("setting the client write deadline: %w", err)
-			return r.failed
-		}
+	if err := r.armDeadline(); err != nil {
+		return err
 	}
 	n, err := r.w.Write(p)
 	r.written += int64(n)
@@ -143,6 +141,30 @@ func (r *responder) writeLocked(p []byte, flush bool) error {
 		r.failed = err
 	}
 	return err
+}
+
+// deadlineSlack is the fraction of the write timeout by which the
+// client's write deadline may lag: a deadline is moved only once it is
+// that much older than a fresh one would be, so a stream of small writes
+// does not re-arm the connection's timer for each (every write still
+// gets at least 31/32 of the timeout).
+const deadlineSlack = 32
+
+// armDeadline bounds the next write by the write timeout (under r.mu).
+func (r *responder) armDeadline() error {
+	if r.writeTimeout <= 0 {
+		return nil
+	}
+	d := time.Now().Add(r.writeTimeout)
+	if d.Sub(r.deadline) < r.writeTimeout/deadlineSlack {
+		return nil
+	}
+	if err := r.rc.SetWriteDeadline(d); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		r.failed = fmt.Errorf("setting the client write deadline: %w", err)
+		return r.failed
+	}
+	r.deadline = d
+	return nil
 }
 
 // hold buffers p instead of writing it while a commit hold is active.

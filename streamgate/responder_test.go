@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -112,4 +113,49 @@ func TestWholeAnswerCarriesItsLength(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deadlineRecorder is a server writer that records the write deadlines
+// set on it, as net/http's connection takes them.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// TestWriteDeadlineFollowsTheStream: every write is bounded by the write
+// timeout, less at most 1/32 of it — a burst of writes sets the
+// connection's deadline once, and a write after a pause moves it.
+func TestWriteDeadlineFollowsTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 64 * time.Second
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		r := newResponder(rec, timeout)
+		r.setHead(200, http.Header{"Content-Type": {"text/event-stream"}})
+		check := func(writes int, want int) {
+			t.Helper()
+			for range writes {
+				if err := r.write([]byte("data: {}\n\n")); err != nil {
+					t.Fatal(err)
+				}
+				if got := rec.deadlines[len(rec.deadlines)-1]; got.Before(time.Now().Add(timeout - timeout/deadlineSlack)) {
+					t.Fatalf("a write at %v is bounded by %v, under 31/32 of the timeout", time.Now(), got)
+				}
+			}
+			if len(rec.deadlines) != want {
+				t.Fatalf("%d deadlines set, want %d", len(rec.deadlines), want)
+			}
+		}
+		check(100, 1) // a burst: the first write sets it
+		time.Sleep(timeout/deadlineSlack - time.Millisecond)
+		check(1, 1) // within the slack: kept
+		time.Sleep(time.Millisecond)
+		check(1, 2) // a full slack later: moved
+		time.Sleep(10 * time.Second)
+		check(3, 3)
+	})
 }

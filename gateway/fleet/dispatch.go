@@ -43,9 +43,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		return nil, err
 	}
 	attemptID := ids.New()
-	ctx, span := d.Tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attribute.String("iop.provider", l.ProviderID), attribute.String("iop.node", l.NodeID),
-		attribute.String("iop.model", l.Model), attribute.String("iop.target", l.Target)))
+	ctx, span := d.startSpan(ctx, l)
 	down, kind, err := buildDown(l, tracedWork(ctx, req.Work), attemptID)
 	if err != nil {
 		span.SetStatus(codes.Error, "dispatch refused")
@@ -70,6 +68,18 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
 	return &edgeAttempt{pool: d.Pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, cancel: cancel, span: span}, nil
+}
+
+// startSpan opens the attempt's span, a child of the request's. With
+// tracing off (a Tracer that reports itself disabled) nothing is built:
+// the span is the request context's own, a no-op.
+func (d *Dispatcher) startSpan(ctx context.Context, l *pool.Lease) (context.Context, trace.Span) {
+	if t, ok := d.Tracer.(interface{ Enabled() bool }); ok && !t.Enabled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return d.Tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("iop.provider", l.ProviderID), attribute.String("iop.node", l.NodeID),
+		attribute.String("iop.model", l.Model), attribute.String("iop.target", l.Target)))
 }
 
 // Candidates implements [streamgate.Dispatcher].
