@@ -79,7 +79,7 @@ func IsCheckError(err error) bool {
 // check is Check, returning the walk (with the top-level members).
 func check(body []byte, maxDepth int) (*scanner, error) {
 	s := &scanner{}
-	s.members = s.first[:0]
+	s.members, s.keys = s.first[:0], s.firstKeys[:0]
 	return s, s.check(body, maxDepth)
 }
 
@@ -190,26 +190,6 @@ func hex4(b []byte, at int) (rune, bool) {
 		}
 	}
 	return r, true
-}
-
-func (s *scanner) key(f *frame, quoted []byte) (string, error) {
-	k := string(quoted[1 : len(quoted)-1])
-	for _, c := range quoted {
-		if c == '\\' {
-			if err := json.Unmarshal(quoted, &k); err != nil {
-				return "", ErrInvalidJSON
-			}
-			break
-		}
-	}
-	if f.keys == nil {
-		f.keys = make(map[string]struct{}, 8)
-	}
-	if _, dup := f.keys[k]; dup {
-		return "", fmt.Errorf("%w %q", ErrDuplicateKey, truncate(k, 64))
-	}
-	f.keys[k] = struct{}{}
-	return k, nil
 }
 
 func truncate(s string, n int) string {

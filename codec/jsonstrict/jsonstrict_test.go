@@ -2,6 +2,7 @@ package jsonstrict
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,13 @@ func TestCheck(t *testing.T) {
 		{"duplicate escaped key", `{"model":"a","mod\u0065l":"b"}`, ErrDuplicateKey},
 		{"duplicate nested key", `{"a":{"stream":true,"stream":false}}`, ErrDuplicateKey},
 		{"same key in siblings", `{"a":[{"k":1},{"k":2}]}`, nil},
+		{"17th key duplicates the 3rd", manyKeys(17, 2), ErrDuplicateKey},
+		{"40th key duplicates the 1st", manyKeys(40, 0), ErrDuplicateKey},
+		{"40th key duplicates the 39th", manyKeys(40, 38), ErrDuplicateKey},
+		{"40 distinct keys", manyKeys(40, -1), nil},
+		{"40 distinct nested keys, twice", `{"a":` + manyKeys(40, -1) + `,"b":` + manyKeys(40, -1) + `}`, nil},
+		{"a duplicate after a closed object", `{"a":{"x":1,"y":2},"b":1,"a":2}`, ErrDuplicateKey},
+		{"an inner key equal to an outer one", `{"a":{"a":{"a":1}},"b":[{"a":1,"b":2}]}`, nil},
 		{"key equal to value", `{"a":"a","b":"a"}`, nil},
 		{"depth 64 ok", at64, nil},
 		{"depth 65 refused", at65, ErrTooDeep},
@@ -54,6 +62,52 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// manyKeys is an object of n members k0…k(n-1), the last named as
+// member dup when dup >= 0.
+func manyKeys(n, dup int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		k := i
+		if i == n-1 && dup >= 0 {
+			k = dup
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, k, i)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// TestCheckManyKeysIsLinear: objects with 200,000 keys — nested, at the
+// top level, and at the top level in upper case — are checked in linear
+// time.
+func TestCheckManyKeysIsLinear(t *testing.T) {
+	for _, form := range []string{`"a":{%s}`, `%s`, `upper %s`} {
+		var b strings.Builder
+		for i := range 200000 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"k%d":1`, i)
+		}
+		members := b.String()
+		if strings.HasPrefix(form, "upper ") {
+			form, members = strings.TrimPrefix(form, "upper "), strings.ToUpper(members)
+		}
+		body := "{" + fmt.Sprintf(form, members) + "}"
+		start := time.Now()
+		if err := Check([]byte(body), 64); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("Check of %s took %v", form, d)
+		}
 	}
 }
 

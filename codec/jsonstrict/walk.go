@@ -5,19 +5,22 @@ import "fmt"
 // frame is one open object or array of the walk.
 type frame struct {
 	object bool
-	keys   map[string]struct{}
+	keys0  int                 // where the object's keys start in scanner.keys
+	set    map[string]struct{} // its keys, once it has more than linearKeys
 }
 
 // scanner walks a body once, checking the JSON grammar (RFC 8259, as
 // encoding/json reads it) together with the strict rules, and records
 // the members of the top-level object.
 type scanner struct {
-	buf      []byte
-	maxDepth int
-	stack    []frame
-	members  []Member
-	start    int // where the value of the last top-level member starts
-	first    [8]Member
+	buf       []byte
+	maxDepth  int
+	stack     []frame
+	members   []Member
+	keys      [][]byte // the keys of the open objects, innermost last (see key)
+	start     int      // where the value of the last top-level member starts
+	first     [8]Member
+	firstKeys [32][]byte
 	// grammarOnly skips what only Check needs: duplicate keys (and so
 	// the keys themselves) and the top-level members.
 	grammarOnly bool
@@ -69,10 +72,10 @@ func (s *scanner) value(i int) (int, bool, error) {
 		if len(s.stack) >= s.maxDepth {
 			return 0, false, fmt.Errorf("%w: more than %d levels", ErrTooDeep, s.maxDepth)
 		}
-		s.stack = append(s.stack, frame{object: c == '{'})
+		s.stack = append(s.stack, frame{object: c == '{', keys0: len(s.keys)})
 		j := skipSpace(b, i+1)
 		if j < len(b) && b[j] == c+2 { // '}' is '{'+2, ']' is '['+2
-			s.stack = s.stack[:len(s.stack)-1]
+			s.pop()
 			return s.ended(j + 1), false, nil
 		}
 		if c == '[' {
@@ -128,7 +131,7 @@ func (s *scanner) next(i int) (int, error) {
 			if (b[i] == '}') != top.object {
 				return 0, ErrInvalidJSON
 			}
-			s.stack = s.stack[:len(s.stack)-1]
+			s.pop()
 			i = s.ended(i + 1)
 		default:
 			return 0, ErrInvalidJSON
