@@ -80,7 +80,10 @@ func IsCheckError(err error) bool {
 func check(body []byte, maxDepth int) (*scanner, error) {
 	s := &scanner{}
 	s.members, s.keys = s.first[:0], s.firstKeys[:0]
-	return s, s.check(body, maxDepth)
+	if err := s.check(body, maxDepth); err != nil {
+		return s, err
+	}
+	return s, foldedDuplicate(s.members)
 }
 
 // check walks body: emptiness and UTF-8 first, then the grammar and the

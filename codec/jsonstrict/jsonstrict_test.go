@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestCheck(t *testing.T) {
@@ -36,6 +37,12 @@ func TestCheck(t *testing.T) {
 		{"duplicate escaped key", `{"model":"a","mod\u0065l":"b"}`, ErrDuplicateKey},
 		{"duplicate nested key", `{"a":{"stream":true,"stream":false}}`, ErrDuplicateKey},
 		{"same key in siblings", `{"a":[{"k":1},{"k":2}]}`, nil},
+		{"keys differing in case", `{"model":"a","MODEL":"b"}`, ErrDuplicateKey},
+		{"keys differing in case, upper first", `{"Max_Tokens":10,"max_tokens":100000}`, ErrDuplicateKey},
+		{"keys folding by unicode", `{"stream":false,"ſtream":true}`, ErrDuplicateKey},
+		{"kelvin sign folds to k", `{"top_k":1,"top_K":2}`, ErrDuplicateKey},
+		{"one key in another case", `{"MODEL":"b"}`, nil},
+		{"nested keys differing in case", `{"metadata":{"ID":"1","id":"2"}}`, nil},
 		{"17th key duplicates the 3rd", manyKeys(17, 2), ErrDuplicateKey},
 		{"40th key duplicates the 1st", manyKeys(40, 0), ErrDuplicateKey},
 		{"40th key duplicates the 39th", manyKeys(40, 38), ErrDuplicateKey},
@@ -85,8 +92,8 @@ func manyKeys(n, dup int) string {
 }
 
 // TestCheckManyKeysIsLinear: objects with 200,000 keys — nested, at the
-// top level, and at the top level in upper case — are checked in linear
-// time.
+// top level, and at the top level in upper case (which the case-fold
+// rule folds) — are checked in linear time.
 func TestCheckManyKeysIsLinear(t *testing.T) {
 	for _, form := range []string{`"a":{%s}`, `%s`, `upper %s`} {
 		var b strings.Builder
@@ -109,6 +116,22 @@ func TestCheckManyKeysIsLinear(t *testing.T) {
 			t.Fatalf("Check of %s took %v", form, d)
 		}
 	}
+}
+
+// FuzzFoldKey: two keys fold to one form exactly when strings.EqualFold
+// (encoding/json's key matching) takes them for one another.
+func FuzzFoldKey(f *testing.F) {
+	for _, p := range [][2]string{{"model", "MODEL"}, {"stream", "\u017ftream"}, {"top_k", "TOP_\u212a"}, {"a", "b"}, {"ǅ", "ǆ"}, {"ß", "ss"}, {"Σ", "ς"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return
+		}
+		if got, want := foldKey(a) == foldKey(b), strings.EqualFold(a, b); got != want {
+			t.Fatalf("%q %q: folded equal %v, EqualFold %v", a, b, got, want)
+		}
+	})
 }
 
 func TestCheckLargeBodyIsLinear(t *testing.T) {

@@ -28,31 +28,43 @@ func TestInvalidInputIsA400(t *testing.T) {
 	c := simCluster(t, nil)
 	deep := strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001)
 	cases := map[string]string{
-		"malformed":          `{"model":"iop-sim","messages":[`,
-		"stream yes":         `{"model":"iop-sim","stream":"yes","messages":[{"role":"user","content":"hi"}]}`,
-		"messages object":    `{"model":"iop-sim","messages":{}}`,
-		"missing model":      `{"messages":[{"role":"user","content":"hi"}]}`,
-		"model number":       `{"model":1,"messages":[{"role":"user","content":"hi"}]}`,
-		"deep nesting":       deep,
-		"invalid utf8":       "{\"model\":\"iop-sim\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}",
-		"lone surrogate":     `{"model":"iop-sim","messages":[{"role":"user","content":"\ud800"}]}`,
-		"duplicate model":    `{"model":"ok","model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`,
-		"duplicate stream":   `{"model":"iop-sim","stream":true,"stream":false,"messages":[{"role":"user","content":"hi"}]}`,
-		"max_tokens 1e999":   `{"model":"iop-sim","max_tokens":1e999,"messages":[{"role":"user","content":"hi"}]}`,
-		"max_tokens -1":      `{"model":"iop-sim","max_tokens":-1,"messages":[{"role":"user","content":"hi"}]}`,
-		"n 1e9":              `{"model":"iop-sim","n":1000000000,"messages":[{"role":"user","content":"hi"}]}`,
-		"temperature NaN":    `{"model":"iop-sim","temperature":"NaN","messages":[{"role":"user","content":"hi"}]}`,
-		"giant stop":         `{"model":"iop-sim","stop":["a","b","c","d","e","f"],"messages":[{"role":"user","content":"hi"}]}`,
-		"empty body":         ``,
-		"array body":         `[]`,
-		"responses no input": `{"model":"iop-sim"}`,
+		"malformed":        `{"model":"iop-sim","messages":[`,
+		"stream yes":       `{"model":"iop-sim","stream":"yes","messages":[{"role":"user","content":"hi"}]}`,
+		"messages object":  `{"model":"iop-sim","messages":{}}`,
+		"missing model":    `{"messages":[{"role":"user","content":"hi"}]}`,
+		"model number":     `{"model":1,"messages":[{"role":"user","content":"hi"}]}`,
+		"deep nesting":     deep,
+		"invalid utf8":     "{\"model\":\"iop-sim\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}",
+		"lone surrogate":   `{"model":"iop-sim","messages":[{"role":"user","content":"\ud800"}]}`,
+		"duplicate model":  `{"model":"ok","model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`,
+		"duplicate stream": `{"model":"iop-sim","stream":true,"stream":false,"messages":[{"role":"user","content":"hi"}]}`,
+		// Keys differing only in case: the edge would read the later, a
+		// provider reading keys exactly the first.
+		"model in two cases":           `{"model":"ok","MODEL":"iop-sim","messages":[{"role":"user","content":"hi"}]}`,
+		"max_tokens in two cases":      `{"model":"ok","max_tokens":100000,"Max_Tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+		"stream folded by ſ":           `{"model":"ok","stream":false,"\u017ftream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		"anthropic model in two cases": `{"model":"ok","Model":"iop-sim","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		"ollama model in two cases":    `{"model":"ok","MODEL":"iop-sim","messages":[{"role":"user","content":"hi"}]}`,
+		"max_tokens 1e999":             `{"model":"iop-sim","max_tokens":1e999,"messages":[{"role":"user","content":"hi"}]}`,
+		"max_tokens -1":                `{"model":"iop-sim","max_tokens":-1,"messages":[{"role":"user","content":"hi"}]}`,
+		"n 1e9":                        `{"model":"iop-sim","n":1000000000,"messages":[{"role":"user","content":"hi"}]}`,
+		"temperature NaN":              `{"model":"iop-sim","temperature":"NaN","messages":[{"role":"user","content":"hi"}]}`,
+		"giant stop":                   `{"model":"iop-sim","stop":["a","b","c","d","e","f"],"messages":[{"role":"user","content":"hi"}]}`,
+		"empty body":                   ``,
+		"array body":                   `[]`,
+		"responses no input":           `{"model":"iop-sim"}`,
 	}
 	before := len(c.Wall.Attempts())
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
 			path := "/v1/chat/completions"
-			if strings.HasPrefix(name, "responses") {
+			switch {
+			case strings.HasPrefix(name, "responses"):
 				path = "/v1/responses"
+			case strings.HasPrefix(name, "anthropic"):
+				path = "/v1/messages"
+			case strings.HasPrefix(name, "ollama"):
+				path = "/api/chat"
 			}
 			start := time.Now()
 			resp := post(t, c.URL+path, body)
@@ -63,8 +75,24 @@ func TestInvalidInputIsA400(t *testing.T) {
 			if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("%d %s", resp.StatusCode, b)
 			}
-			if err := oaispec.Validate("ErrorResponse", []byte(b)); err != nil || !strings.Contains(b, `"type":"invalid_request_error"`) {
-				t.Fatalf("error body %s: %v", b, err)
+			switch {
+			case strings.HasPrefix(name, "ollama"): // Ollama's shape
+				var e struct{ Error string }
+				if json.Unmarshal([]byte(b), &e) != nil || e.Error == "" {
+					t.Fatalf("error body %s", b)
+				}
+			case strings.HasPrefix(name, "anthropic"): // Anthropic's shape
+				var e struct {
+					Type  string
+					Error struct{ Type, Message string }
+				}
+				if json.Unmarshal([]byte(b), &e) != nil || e.Type != "error" || e.Error.Type != "invalid_request_error" || e.Error.Message == "" {
+					t.Fatalf("error body %s", b)
+				}
+			default:
+				if err := oaispec.Validate("ErrorResponse", []byte(b)); err != nil || !strings.Contains(b, `"type":"invalid_request_error"`) {
+					t.Fatalf("error body %s: %v", b, err)
+				}
 			}
 		})
 	}
