@@ -8,7 +8,6 @@
 package jsonstrict
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,10 +106,7 @@ func (s *scanner) check(body []byte, maxDepth int) error {
 // its closing quote, checking escapes for lone surrogates.
 func (s *scanner) str(i int) (int, error) {
 	for j := i + 1; j < len(s.buf); j++ {
-		for j+8 <= len(s.buf) && !special8(binary.LittleEndian.Uint64(s.buf[j:])) {
-			j += 8 // eight plain bytes
-		}
-		if j >= len(s.buf) {
+		if j = PlainBytes(s.buf, j); j >= len(s.buf) {
 			break
 		}
 		switch s.buf[j] {
@@ -142,19 +138,10 @@ func (s *scanner) str(i int) (int, error) {
 	return 0, ErrInvalidJSON
 }
 
-// special8 reports whether any of the eight bytes in x may be a quote, a
-// backslash or a control character (a false positive only sends the
-// word to the byte loop).
-func special8(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q, b := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
-}
-
 // unicodeEscape checks the \uXXXX escape at j (and its pair, for a high
 // surrogate) and returns how many bytes it spans.
 func (s *scanner) unicodeEscape(j int) (int, error) {
-	r, ok := hex4(s.buf, j+2)
+	r, ok := Hex4(s.buf, j+2)
 	if !ok {
 		return 0, ErrInvalidJSON
 	}
@@ -165,34 +152,13 @@ func (s *scanner) unicodeEscape(j int) (int, error) {
 		if j+12 > len(s.buf) || s.buf[j+6] != '\\' || s.buf[j+7] != 'u' {
 			return 0, ErrLoneSurrogate
 		}
-		lo, ok := hex4(s.buf, j+8)
+		lo, ok := Hex4(s.buf, j+8)
 		if !ok || lo < 0xDC00 || lo > 0xDFFF {
 			return 0, ErrLoneSurrogate
 		}
 		return 12, nil
 	}
 	return 6, nil
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 func truncate(s string, n int) string {
