@@ -85,6 +85,9 @@ type Observer struct {
 	open openChoices      // chat: choice indexes, and which lack a finish_reason yet
 	msgs msgsUsage        // anthropic: usage of message_start, updated by message_delta
 	p    *fastjson.Parser // an event's, from eventParsers while it is observed
+	// treeOnly: every Chat chunk is parsed (tests compare scanChat's
+	// reading with the tree's).
+	treeOnly bool
 }
 
 // NewObserver returns an observer of a stream in format f.
@@ -121,7 +124,6 @@ func (o *Observer) event(ev Event) {
 		o.Malformed++
 		return
 	}
-	o.p = eventParsers.Get()
 	defer o.release()
 	switch o.dialect {
 	case DialectResponses:
@@ -137,9 +139,12 @@ func (o *Observer) event(ev Event) {
 	}
 }
 
+// release returns the event's parser, if it took one.
 func (o *Observer) release() {
-	eventParsers.Put(o.p)
-	o.p = nil
+	if o.p != nil {
+		eventParsers.Put(o.p)
+		o.p = nil
+	}
 }
 
 func (o *Observer) setErr(ue *execution.UpstreamError) {
@@ -153,6 +158,9 @@ func (o *Observer) setErr(ue *execution.UpstreamError) {
 // is not a JSON object (or null, an empty one), counted as malformed.
 // The value is valid until the next call.
 func (o *Observer) object(data []byte) (*fastjson.Value, bool) {
+	if o.p == nil {
+		o.p = eventParsers.Get()
+	}
 	v, err := o.p.ParseBytes(data)
 	if err != nil {
 		o.Malformed++
@@ -173,6 +181,12 @@ func (o *Observer) chat(data []byte) {
 	if string(data) == "[DONE]" {
 		o.Done, o.Ended = true, true
 		return
+	}
+	if !o.treeOnly {
+		if k, ok := scanChat(data); ok {
+			o.chatScanned(k.choices[:k.n])
+			return
+		}
 	}
 	c, ok := o.object(data)
 	if !ok || c == nil {
@@ -195,6 +209,20 @@ func (o *Observer) chat(data []byte) {
 			o.ToolCall = true
 		}
 		o.open.see(cc.index, cc.finished)
+	}
+	o.Output.event(output)
+	if len(choices) > 0 && o.open.allFinished() {
+		o.Done = true
+	}
+}
+
+// chatScanned records a chunk scanChat read: its choices' output and
+// finish state, as chat records a parsed chunk's.
+func (o *Observer) chatScanned(choices []scannedChoice) {
+	output := 0
+	for _, ch := range choices {
+		output += ch.output
+		o.open.see(ch.index, ch.finished)
 	}
 	o.Output.event(output)
 	if len(choices) > 0 && o.open.allFinished() {
