@@ -71,7 +71,6 @@ func iopConfigs(dir, upstream, listen, nodeListen string) (gw, node, dev string)
 node_listen: %s
 admin_listen: ""
 nodes: [{id: bench-node, token: bench-token}]
-log: {level: error}
 queue: {max_length: 100000}
 limits: {write_timeout: 120s}
 node_limits: {max_capacity: 100000}
@@ -80,17 +79,14 @@ node_limits: {max_capacity: 100000}
 token: bench-token
 edges: [{address: "%s"}]
 metrics: {listen: ""}
-log: {level: error}
 `, nodeListen) + strings.Replace(providers, "\n  providers:", "providers:", 1)
 	devBody := fmt.Sprintf(`gateway:
   listen: %s
   admin_listen: ""
-  log: {level: error}
   queue: {max_length: 100000}
   limits: {write_timeout: 120s}
   node_limits: {max_capacity: 100000}
 node:
-  log: {level: error}
 `, listen) + providers
 	return writeFile(dir, "gateway.yaml", gwBody), writeFile(dir, "node.yaml", nodeBody), writeFile(dir, "dev.yaml", devBody)
 }
