@@ -212,16 +212,8 @@ func (s *chatScan) object(member func(key []byte) bool) bool {
 		if !member(key) {
 			return false
 		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.next('}'); !more {
+			return ok
 		}
 	}
 }
@@ -241,18 +233,26 @@ func (s *chatScan) array(elem func() bool) bool {
 		if !elem() {
 			return false
 		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.ws()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.next(']'); !more {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma (more) or
+// the container's close (ok, no more); anything else is not ok.
+func (s *chatScan) next(close byte) (more, ok bool) {
+	s.ws()
+	switch s.peek() {
+	case ',':
+		s.i++
+		s.ws()
+		return true, true
+	case close:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // value skips any value at s.i, nested depth deep.
@@ -317,45 +317,12 @@ func (s *chatScan) str() (int, bool) {
 
 // number reads a JSON number (RFC 8259's grammar).
 func (s *chatScan) number() bool {
-	b, i := s.b, s.i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = scanDigits(b, i)
-	default:
+	i, ok := jsonstrict.NumberEnd(s.b, s.i)
+	if !ok {
 		return false
 	}
-	if i < len(b) && b[i] == '.' {
-		if j := scanDigits(b, i+1); j > i+1 {
-			i = j
-		} else {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := scanDigits(b, i)
-		if j == i {
-			return false
-		}
-		i = j
-	}
 	s.i = i
-	return i == len(b) || !isNumberByte(b[i])
-}
-
-func scanDigits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
+	return i == len(s.b) || !isNumberByte(s.b[i])
 }
 
 // isNumberByte reports whether c could continue a number: what follows

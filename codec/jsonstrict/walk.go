@@ -96,9 +96,9 @@ func (s *scanner) value(i int) (int, bool, error) {
 	case 'n':
 		return s.literal(i, "null")
 	}
-	j, err := number(b, i)
-	if err != nil {
-		return 0, false, err
+	j, ok := NumberEnd(b, i)
+	if !ok {
+		return 0, false, ErrInvalidJSON
 	}
 	return s.ended(j), false, nil
 }
@@ -174,47 +174,6 @@ func (s *scanner) member(i int) (int, error) {
 func (s *scanner) ended(i int) int {
 	if len(s.stack) == 1 && len(s.members) > 0 {
 		s.members[len(s.members)-1].Value = s.buf[s.start:i]
-	}
-	return i
-}
-
-// number reads a JSON number at i and returns where it ends.
-func number(b []byte, i int) (int, error) {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return 0, ErrInvalidJSON
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(b, i+1)
-		if j == i+1 {
-			return 0, ErrInvalidJSON
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return 0, ErrInvalidJSON
-		}
-		i = j
-	}
-	return i, nil
-}
-
-func digits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
 	}
 	return i
 }
