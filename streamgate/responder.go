@@ -32,6 +32,7 @@ type responder struct {
 	w            http.ResponseWriter
 	rc           *http.ResponseController
 	writeTimeout time.Duration
+	now          func() time.Time // the wall clock the connection's deadlines are set on (time.Now)
 
 	mu        sync.Mutex // guards the following fields
 	state     CommitState
@@ -63,7 +64,8 @@ func newResponder(w http.ResponseWriter, writeTimeout time.Duration) *responder 
 	if u, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
 		inner = u.Unwrap()
 	}
-	return &responder{w: w, rc: http.NewResponseController(inner), writeTimeout: writeTimeout, state: TransportUncommitted, header: http.Header{}}
+	return &responder{w: w, rc: http.NewResponseController(inner), writeTimeout: writeTimeout, now: time.Now,
+		state: TransportUncommitted, header: http.Header{}}
 }
 
 // validStatus is s when a client may be sent it, else 502: a status
@@ -155,7 +157,7 @@ func (r *responder) armDeadline() error {
 	if r.writeTimeout <= 0 {
 		return nil
 	}
-	d := time.Now().Add(r.writeTimeout)
+	d := r.now().Add(r.writeTimeout)
 	if d.Sub(r.deadline) < r.writeTimeout/deadlineSlack {
 		return nil
 	}

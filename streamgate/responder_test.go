@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -131,31 +130,31 @@ func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 // timeout, less at most 1/32 of it — a burst of writes sets the
 // connection's deadline once, and a write after a pause moves it.
 func TestWriteDeadlineFollowsTheStream(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const timeout = 64 * time.Second
-		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		r := newResponder(rec, timeout)
-		r.setHead(200, http.Header{"Content-Type": {"text/event-stream"}})
-		check := func(writes int, want int) {
-			t.Helper()
-			for range writes {
-				if err := r.write([]byte("data: {}\n\n")); err != nil {
-					t.Fatal(err)
-				}
-				if got := rec.deadlines[len(rec.deadlines)-1]; got.Before(time.Now().Add(timeout - timeout/deadlineSlack)) {
-					t.Fatalf("a write at %v is bounded by %v, under 31/32 of the timeout", time.Now(), got)
-				}
+	const timeout = 64 * time.Second
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	r := newResponder(rec, timeout)
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	r.setHead(200, http.Header{"Content-Type": {"text/event-stream"}})
+	check := func(writes int, want int) {
+		t.Helper()
+		for range writes {
+			if err := r.write([]byte("data: {}\n\n")); err != nil {
+				t.Fatal(err)
 			}
-			if len(rec.deadlines) != want {
-				t.Fatalf("%d deadlines set, want %d", len(rec.deadlines), want)
+			if got := rec.deadlines[len(rec.deadlines)-1]; got.Before(now.Add(timeout - timeout/deadlineSlack)) {
+				t.Fatalf("a write at %v is bounded by %v, under 31/32 of the timeout", now, got)
 			}
 		}
-		check(100, 1) // a burst: the first write sets it
-		time.Sleep(timeout/deadlineSlack - time.Millisecond)
-		check(1, 1) // within the slack: kept
-		time.Sleep(time.Millisecond)
-		check(1, 2) // a full slack later: moved
-		time.Sleep(10 * time.Second)
-		check(3, 3)
-	})
+		if len(rec.deadlines) != want {
+			t.Fatalf("%d deadlines set, want %d", len(rec.deadlines), want)
+		}
+	}
+	check(100, 1) // a burst: the first write sets it
+	now = now.Add(timeout/deadlineSlack - time.Millisecond)
+	check(1, 1) // within the slack: kept
+	now = now.Add(time.Millisecond)
+	check(1, 2) // a full slack later: moved
+	now = now.Add(10 * time.Second)
+	check(3, 3)
 }
