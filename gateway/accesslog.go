@@ -45,58 +45,73 @@ const (
 // ids, route, models asked and answered, provider, status, outcome,
 // attempts, fallbacks, time to first byte, duration and token usage —
 // never prompt or response text, never a key.
+// It also recovers a handler's panic (recovered), and logs the request
+// that answered: one middleware frame, not two, under every held stream's
+// wait.
 func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c echo.Context) (err error) {
 		start := time.Now()
-		err := next(c)
-		logCfg := g.confOf(c).Log
-		mode := logCfg.Access
-		if mode == AccessOff {
-			return err
-		}
-		status := c.Response().Status
-		if he, ok := err.(*echo.HTTPError); ok {
-			status = he.Code
-		}
-		a := access(c)
-		outcome := "ok"
-		if a.Sum != nil {
-			outcome = a.Sum.Outcome
-		} else if status >= 400 {
-			outcome = "http_" + strconv.Itoa(status)
-		}
-		failed := status >= 400 || outcome != "ok"
-		if !failed && (mode == AccessErrors || logCfg.AccessSample < 1 && rand.Float64() >= logCfg.AccessSample) {
-			return err
-		}
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelWarn
-		}
-		if !g.log.Enabled(c.Request().Context(), level) {
-			return err // the log level drops the line: build nothing
-		}
-		attrs := []slog.Attr{
-			slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
-			slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
-			slog.String("outcome", outcome), slog.String("model", g.loggedModel(a.Model)),
-			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.ClientAddr(c.Request())),
-		}
-		if a.FallbacksSkipped > 0 {
-			attrs = append(attrs, slog.Int("fallbacks_not_allowed", a.FallbacksSkipped))
-		}
-		if s := a.Sum; s != nil {
-			attrs = append(attrs, slog.String("model_answered", ids.Clip(s.Model)), slog.String("provider", s.Provider),
-				slog.String("path", s.Path), slog.Int("attempts", s.Attempts), slog.Int("retries", s.Retries), slog.Int("fallbacks", s.Fallbacks), slog.Int("resumes", s.Resumes),
-				slog.Int64("ttfb_ms", s.FirstByte.Milliseconds()))
-			if u := s.Usage; u != nil {
-				attrs = append(attrs, slog.Int64("prompt_tokens", u.PromptTokens), slog.Int64("completion_tokens", u.CompletionTokens),
-					slog.Int64("total_tokens", u.TotalTokens), slog.String("usage_source", usageSource(s.UsageEstimated)))
+		defer func() {
+			if r := recover(); r != nil {
+				err = g.recovered(c, r, err)
 			}
-		}
-		g.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
-		return err
+			g.logAccess(c, start, err)
+		}()
+		return next(c)
 	}
+}
+
+// logAccess writes the access line of a request that ended with err. It
+// is apart from the middleware so that its frame (the line's attributes)
+// is not under every request's handler: a held stream's goroutine waits
+// beneath the middleware, and its stack is halved only when shallow.
+func (g *Gateway) logAccess(c echo.Context, start time.Time, err error) {
+	logCfg := g.confOf(c).Log
+	mode := logCfg.Access
+	if mode == AccessOff {
+		return
+	}
+	status := c.Response().Status
+	if he, ok := err.(*echo.HTTPError); ok {
+		status = he.Code
+	}
+	a := access(c)
+	outcome := "ok"
+	if a.Sum != nil {
+		outcome = a.Sum.Outcome
+	} else if status >= 400 {
+		outcome = "http_" + strconv.Itoa(status)
+	}
+	failed := status >= 400 || outcome != "ok"
+	if !failed && (mode == AccessErrors || logCfg.AccessSample < 1 && rand.Float64() >= logCfg.AccessSample) {
+		return
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	if !g.log.Enabled(c.Request().Context(), level) {
+		return // the log level drops the line: build nothing
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", a.RequestID), slog.String("key_id", a.KeyID),
+		slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", status),
+		slog.String("outcome", outcome), slog.String("model", g.loggedModel(a.Model)),
+		slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("remote", g.auth.ClientAddr(c.Request())),
+	}
+	if a.FallbacksSkipped > 0 {
+		attrs = append(attrs, slog.Int("fallbacks_not_allowed", a.FallbacksSkipped))
+	}
+	if s := a.Sum; s != nil {
+		attrs = append(attrs, slog.String("model_answered", ids.Clip(s.Model)), slog.String("provider", s.Provider),
+			slog.String("path", s.Path), slog.Int("attempts", s.Attempts), slog.Int("retries", s.Retries), slog.Int("fallbacks", s.Fallbacks), slog.Int("resumes", s.Resumes),
+			slog.Int64("ttfb_ms", s.FirstByte.Milliseconds()))
+		if u := s.Usage; u != nil {
+			attrs = append(attrs, slog.Int64("prompt_tokens", u.PromptTokens), slog.Int64("completion_tokens", u.CompletionTokens),
+				slog.Int64("total_tokens", u.TotalTokens), slog.String("usage_source", usageSource(s.UsageEstimated)))
+		}
+	}
+	g.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
 }
 
 // loggedModel is how the access log names the model a request asked for:

@@ -370,7 +370,7 @@ func (g *Gateway) newHTTPServer(h http.Handler) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		// The server's own bound is a backstop (it answers plain text);
-		// headerLimit answers the configured one in the surface's shape.
+		// observe answers the configured one in the surface's shape.
 		MaxHeaderBytes: 2*l.MaxHeaderBytes + 4096,
 		IdleTimeout:    l.IdleTimeout,
 		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: 250},

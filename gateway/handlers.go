@@ -20,30 +20,41 @@ import (
 // error shape (writeError finds it by the path).
 func (g *Gateway) handle(s *surface.Surface) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		body, e := g.readBody(c)
+		sreq, e := g.accept(c, s)
 		if e != nil {
 			return writeError(c, e)
 		}
-		call, e := s.Decode(body, c.Request().Header.Get("Content-Type"), g.limits(c))
-		if e != nil {
-			return writeError(c, e)
-		}
-		if e := g.knownModel(c, call.Model); e != nil {
-			if e.Status == http.StatusNotFound {
-				e = s.Shape.ModelNotFound(call.Model, e)
-			}
-			return writeError(c, e)
-		}
-		if s.TunnelOnly {
-			if e := g.carried(c, call.Model, s); e != nil {
-				return writeError(c, e)
-			}
-		}
-		if call.Untranslated != nil && !g.pool.Tunnels(call.Model, s.Serves) {
-			return writeError(c, call.Untranslated)
-		}
-		return g.serve(c, g.request(c, s, call, body))
+		return g.serve(c, sreq)
 	}
+}
+
+// accept reads and decodes a surface's request and builds its runtime
+// request, or refuses it. It is apart from the handler, whose frame is
+// under every held stream's wait.
+func (g *Gateway) accept(c echo.Context, s *surface.Surface) (*streamgate.Request, *openai.Error) {
+	body, e := g.readBody(c)
+	if e != nil {
+		return nil, e
+	}
+	call, e := s.Decode(body, c.Request().Header.Get("Content-Type"), g.limits(c))
+	if e != nil {
+		return nil, e
+	}
+	if e := g.knownModel(c, call.Model); e != nil {
+		if e.Status == http.StatusNotFound {
+			e = s.Shape.ModelNotFound(call.Model, e)
+		}
+		return nil, e
+	}
+	if s.TunnelOnly {
+		if e := g.carried(c, call.Model, s); e != nil {
+			return nil, e
+		}
+	}
+	if call.Untranslated != nil && !g.pool.Tunnels(call.Model, s.Serves) {
+		return nil, call.Untranslated
+	}
+	return g.request(c, s, call, body), nil
 }
 
 // request builds the runtime request of a decoded call: its normalized

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
 )
@@ -17,8 +18,9 @@ import (
 //     generation, once, and its request id; everything below reads that
 //     generation.
 //  2. traceRequest, accessLog (one line with the summary, written when
-//     the request ends), recoverPanics, observe (route metrics),
-//     headerLimit, cors, authenticate (the key).
+//     the request ends; it recovers a handler's panic first), observe
+//     (route metrics, and the header size limit), cors, authenticate (the
+//     key).
 //  3. The surface's handler (handlers_*.go): read and decode the body in
 //     its surface's codec, check the model, build the streamgate.Request.
 //  4. serve (here): admission against the key's limits with its token
@@ -43,12 +45,16 @@ const genKey = "iop.generation"
 // once, where it enters: everything the request does reads that one.
 func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Set(genKey, g.gen.Load())
-		// The request's id, from its entry: the access log names it on
-		// every answer, refusals included.
-		access(c).RequestID = "req_" + ids.New()
+		g.enter(c)
 		return next(c)
 	}
+}
+
+// enter gives c the running generation and the request's id, from its
+// entry: the access log names it on every answer, refusals included.
+func (g *Gateway) enter(c echo.Context) {
+	c.Set(genKey, g.gen.Load())
+	access(c).RequestID = "req_" + ids.New()
 }
 
 // genOf is the generation the request took (the running one outside a
@@ -71,24 +77,44 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	sreq.ResponseHeader = http.Header{}
 	adm, e := g.admit(c, a, sreq)
 	if e != nil {
-		for k, v := range sreq.ResponseHeader {
-			c.Response().Header()[k] = v
-		}
-		g.keyRefused(a.KeyID, e)
-		return writeError(c, e)
+		return g.notAdmitted(c, a, sreq, e)
 	}
 	a.FallbacksSkipped = g.allowedFallbacks(a.KeyID, sreq)
 	gen := g.genOf(c)
 	g.withAlias(gen.cfg, sreq)
 	g.withResume(gen.cfg, sreq)
-	var sum streamgate.Summary
-	defer func() { adm.End(sum.Usage, sum.UsageEstimated) }() // settled even if serving panics: the key's concurrency slot comes back
+	var sum *streamgate.Summary
+	defer func() { // settled even if serving panics (sum nil): the key's concurrency slot comes back
+		if sum == nil {
+			adm.End(nil, false)
+			return
+		}
+		adm.End(sum.Usage, sum.UsageEstimated)
+	}()
 	sum = streamgate.Serve(c.Request().Context(), gen.sg, sreq, c.Response())
-	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
-	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, sum)
-	a.Sum = &sum
-	if g.knownName(sreq.Model) {
-		g.models.record(sreq.Model, sum)
-	}
+	g.served(c, a, sreq, sum)
 	return nil
+}
+
+// The steps before and after serving are apart from serve, whose frame is
+// under every held stream's wait (a shallow stack stays small).
+
+// notAdmitted answers a request admission refused with e.
+func (g *Gateway) notAdmitted(c echo.Context, a *accessInfo, sreq *streamgate.Request, e *openai.Error) error {
+	for k, v := range sreq.ResponseHeader {
+		c.Response().Header()[k] = v
+	}
+	g.keyRefused(a.KeyID, e)
+	return writeError(c, e)
+}
+
+// served records what a request came to: the key's usage, the trace, the
+// access log's summary and the model's statistics.
+func (g *Gateway) served(c echo.Context, a *accessInfo, sreq *streamgate.Request, sum *streamgate.Summary) {
+	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
+	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, *sum)
+	a.Sum = sum
+	if g.knownName(sreq.Model) {
+		g.models.record(sreq.Model, *sum)
+	}
 }

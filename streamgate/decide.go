@@ -14,7 +14,10 @@ import (
 
 // next decides what follows an attempt's outcome: another attempt (dreq
 // updated, true) or the end of the request (the terminal written, false).
-func (rt *runtime) next(ctx context.Context, o outcome, dreq *DispatchRequest) bool {
+// It takes the outcome by pointer: what run passes to it is in run's
+// frame, which is under every attempt's wait.
+func (rt *runtime) next(ctx context.Context, op *outcome, dreq *DispatchRequest) bool {
+	o := *op
 	switch o.kind {
 	case outSuccess:
 		return false

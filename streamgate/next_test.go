@@ -91,7 +91,7 @@ func decideOnce(o outcome, committed bool, alternates int, fallback, retriesSpen
 		rt.modelRetries = 2
 	}
 	dreq := DispatchRequest{Model: "primary"}
-	if !rt.next(context.Background(), o, &dreq) {
+	if !rt.next(context.Background(), &o, &dreq) {
 		body := rec.Body.String()
 		switch {
 		case committed && strings.Contains(body, `"error"`):

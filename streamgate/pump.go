@@ -91,11 +91,13 @@ type attemptRun struct {
 	produced bool               // output of this attempt reached the client
 	rendered eventstream.Output // generated output rendered (normalized path)
 	hold     Timer
-	first    Timer // the first-token timer; nil once output came
+	first    Timer          // the first-token timer; nil once output came
+	backstop Timer          // the edge's backstop on a silent attempt
+	unwatch  [2]func() bool // stop watching the client and the drain (arm)
 }
 
 // pump streams one attempt to the client until it ends.
-func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
+func (rt *runtime) pump(ctx context.Context, att Attempt) *outcome {
 	ar := &attemptRun{rt: rt, att: att}
 	switch {
 	case rt.rs.active && att.Kind() == KindEvents && rt.cur != nil && rt.cur.enc != nil:
@@ -112,43 +114,71 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) outcome {
 		}
 	}
 	rt.cur = ar
-	closeAtt := rt.guarded("closing the attempt", att.Close)
-	backstop := rt.cfg.Clock.AfterFunc(att.StallTimeout()+rt.cfg.BackstopMargin, func() {
-		ar.silent.Store(true)
-		closeAtt()
-	})
-	defer backstop.Stop()
-	// The client leaving ends the attempt, which cancels it on its node.
-	defer context.AfterFunc(ctx, closeAtt)()
-	if d := rt.cfg.Drain; d != nil {
-		defer context.AfterFunc(d, func() { ar.drained.Store(true); closeAtt() })()
-	}
-	defer ar.stopHold()
-	if d := rt.policy(att.Model()).FirstTokenTimeout; d > 0 && rt.resp.State() == TransportUncommitted {
-		ar.first = rt.cfg.Clock.AfterFunc(d, func() { ar.late.Store(true); closeAtt() })
-		defer ar.output()
-	}
+	ar.arm(ctx)
+	defer ar.disarm()
 	for {
 		it, err := att.Recv()
 		if err != nil {
 			return ar.broken(ctx, err)
 		}
-		backstop.Reset(att.StallTimeout() + rt.cfg.BackstopMargin)
-		var out *outcome
-		if it.Event != nil {
-			out = ar.event(*it.Event)
-		} else if it.Frame != nil {
-			out = ar.frame(*it.Frame)
-		}
-		if out != nil {
-			out.providerID, out.path, out.producedOutput = att.ProviderID(), pathOf(att.Kind()), ar.produced
-			if out.kind != outSuccess {
-				ar.stopHold()
-				rt.resp.discardHeld()
-			}
-			return *out
+		ar.backstop.Reset(att.StallTimeout() + rt.cfg.BackstopMargin)
+		if out := ar.item(it); out != nil {
+			return out
 		}
 	}
+}
+
+// arm starts the attempt's watchers, each of which closes the attempt:
+// the edge's backstop on a silent attempt, the client leaving (which
+// cancels the attempt on its node), the gateway's drain deadline and the
+// first-token timeout. disarm stops them, in the reverse order. They live
+// in the attempt's state, not in pump's frame, which is under every held
+// stream's wait (a shallow stack stays small).
+func (ar *attemptRun) arm(ctx context.Context) {
+	rt, att := ar.rt, ar.att
+	closeAtt := rt.guarded("closing the attempt", att.Close)
+	ar.backstop = rt.cfg.Clock.AfterFunc(att.StallTimeout()+rt.cfg.BackstopMargin, func() {
+		ar.silent.Store(true)
+		closeAtt()
+	})
+	ar.unwatch[0] = context.AfterFunc(ctx, closeAtt)
+	if d := rt.cfg.Drain; d != nil {
+		ar.unwatch[1] = context.AfterFunc(d, func() { ar.drained.Store(true); closeAtt() })
+	}
+	if d := rt.policy(att.Model()).FirstTokenTimeout; d > 0 && rt.resp.State() == TransportUncommitted {
+		ar.first = rt.cfg.Clock.AfterFunc(d, func() { ar.late.Store(true); closeAtt() })
+	}
+}
+
+// disarm stops what arm started and the commit hold.
+func (ar *attemptRun) disarm() {
+	ar.output() // the first-token timer
+	ar.stopHold()
+	for i := len(ar.unwatch) - 1; i >= 0; i-- {
+		if stop := ar.unwatch[i]; stop != nil {
+			stop()
+		}
+	}
+	ar.backstop.Stop()
+}
+
+// item handles one item of the attempt and returns the attempt's outcome
+// when it ended the attempt.
+func (ar *attemptRun) item(it Item) *outcome {
+	var out *outcome
+	if it.Event != nil {
+		out = ar.event(it.Event)
+	} else if it.Frame != nil {
+		out = ar.frame(it.Frame)
+	}
+	if out != nil {
+		out.providerID, out.path, out.producedOutput = ar.att.ProviderID(), pathOf(ar.att.Kind()), ar.produced
+		if out.kind != outSuccess {
+			ar.stopHold()
+			ar.rt.resp.discardHeld()
+		}
+	}
+	return out
 }
 
 // guarded wraps f for a goroutine the request owns but no handler
@@ -170,15 +200,15 @@ func (rt *runtime) guarded(what string, f func()) func() {
 
 // broken is the outcome of a Recv error: the client left, the edge
 // backstop fired, or the node link failed.
-func (ar *attemptRun) broken(ctx context.Context, err error) outcome {
+func (ar *attemptRun) broken(ctx context.Context, err error) *outcome {
 	if ctx.Err() == nil {
 		if o := ar.endedBeforeLoss(); o != nil {
-			return *o
+			return o
 		}
 	}
 	ar.stopHold()
 	ar.rt.resp.discardHeld()
-	o := outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), producedOutput: ar.produced, err: err}
+	o := &outcome{providerID: ar.att.ProviderID(), path: pathOf(ar.att.Kind()), producedOutput: ar.produced, err: err}
 	switch {
 	case ctx.Err() != nil:
 		o.kind = outCancelled
@@ -243,7 +273,8 @@ func (ar *attemptRun) finishOut(p []byte) error {
 }
 
 // event handles one normalized event; non-nil when the attempt ended.
-func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
+func (ar *attemptRun) event(p *execution.RunEvent) *outcome {
+	ev := *p // the encoder may change its copy
 	rt := ar.rt
 	if rt.rs.active {
 		if keep, stop := rt.continuation(&ev); stop != nil {
@@ -286,8 +317,7 @@ func (ar *attemptRun) event(ev execution.RunEvent) *outcome {
 		ar.output()
 		return ar.complete(ev)
 	case execution.EventTypeError, execution.EventTypeCancelled:
-		o := failureOutcome(ev.Failure)
-		return &o
+		return failureOutcome(ev.Failure)
 	}
 	return nil
 }
@@ -309,9 +339,9 @@ func (ar *attemptRun) complete(ev execution.RunEvent) *outcome {
 }
 
 // failureOutcome classifies a typed failure from an error event or frame.
-func failureOutcome(f *execution.ExecutionFailure) outcome {
+func failureOutcome(f *execution.ExecutionFailure) *outcome {
 	if f == nil {
-		return outcome{kind: outAbnormal}
+		return &outcome{kind: outAbnormal}
 	}
 	switch f.Code {
 	case execution.FailureCodeResponseStalled:
@@ -319,15 +349,15 @@ func failureOutcome(f *execution.ExecutionFailure) outcome {
 		if ev == nil {
 			ev = &execution.StallEvidence{}
 		}
-		return outcome{kind: outStall, confirmed: ev.HandoffConfirmed, fenceSeen: ev.Fence != "",
+		return &outcome{kind: outStall, confirmed: ev.HandoffConfirmed, fenceSeen: ev.Fence != "",
 			health: execution.NormalizeHealthStatus(string(ev.Health))}
 	case execution.FailureCodeUpstreamError:
 		if f.Upstream != nil && f.Upstream.Status >= 400 {
-			return outcome{kind: outUpstream, upstream: f.Upstream}
+			return &outcome{kind: outUpstream, upstream: f.Upstream}
 		}
-		return outcome{kind: outAbnormal, upstream: f.Upstream}
+		return &outcome{kind: outAbnormal, upstream: f.Upstream}
 	case execution.FailureCodeProviderNotFound, execution.FailureCodeProviderUnavailable:
-		return outcome{kind: outTransport, cause: causeGone}
+		return &outcome{kind: outTransport, cause: causeGone}
 	}
-	return outcome{kind: outAbnormal}
+	return &outcome{kind: outAbnormal}
 }

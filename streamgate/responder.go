@@ -112,18 +112,7 @@ func (r *responder) writeLocked(p []byte, flush bool) error {
 		return nil
 	}
 	if r.state == TransportUncommitted {
-		dst := r.w.Header()
-		for k, v := range r.header {
-			dst[k] = v
-		}
-		for k, v := range r.extra {
-			dst[k] = v
-		}
-		if r.status == 0 {
-			r.status = http.StatusOK
-		}
-		r.w.WriteHeader(validStatus(r.status))
-		r.state, r.commitAt = StreamOpen, time.Now()
+		r.commit()
 	}
 	if err := r.armDeadline(); err != nil {
 		return err
@@ -139,10 +128,33 @@ func (r *responder) writeLocked(p []byte, flush bool) error {
 		err = r.rc.Flush()
 	}
 	if err != nil {
-		err = fmt.Errorf("writing to the client: %w", err)
-		r.failed = err
+		return r.writeFailed(err)
 	}
-	return err
+	return nil
+}
+
+// commit writes the response's status and headers: the response is
+// committed. It is apart from writeLocked, whose frame is under the first
+// write's (net/http's header write is deep).
+func (r *responder) commit() {
+	dst := r.w.Header()
+	for k, v := range r.header {
+		dst[k] = v
+	}
+	for k, v := range r.extra {
+		dst[k] = v
+	}
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.w.WriteHeader(validStatus(r.status))
+	r.state, r.commitAt = StreamOpen, time.Now()
+}
+
+// writeFailed fails the response with a write's error.
+func (r *responder) writeFailed(err error) error {
+	r.failed = fmt.Errorf("writing to the client: %w", err)
+	return r.failed
 }
 
 // deadlineSlack is the fraction of the write timeout by which the

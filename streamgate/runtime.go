@@ -149,7 +149,7 @@ type Summary struct {
 
 // Serve runs one request to its end, writing the response to w, and
 // says what it came to.
-func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) Summary {
+func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter) *Summary {
 	if req.Surface == nil {
 		req.Surface = surface.Chat
 	}
@@ -160,6 +160,11 @@ func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter
 	end := cfg.Budget.Begin()
 	defer end()
 	rt.run(ctx)
+	return rt.summary()
+}
+
+// summary settles the request's usage and says what it came to.
+func (rt *runtime) summary() *Summary {
 	rt.settleUsage()
 	rt.sum.Attempts = rt.attempts
 	if at := rt.resp.committedAt(); !at.IsZero() {
@@ -168,7 +173,7 @@ func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter
 	if rt.sum.Outcome == "" {
 		rt.sum.Outcome = "ok"
 	}
-	return rt.sum
+	return &rt.sum
 }
 
 // runtime is one request's state. Not safe for concurrent use (the hold
@@ -192,34 +197,25 @@ type runtime struct {
 	output        eventstream.Output // generated output delivered to the client, over every attempt
 	unreported    eventstream.Output // of which attempts that reported no usage delivered
 	avoid         avoidance          // stall evidence, bound to every dispatch of the request
+	dreq          DispatchRequest    // the request's next dispatch (run)
 	start         time.Time
 	sum           Summary
 }
 
 func (rt *runtime) run(ctx context.Context) {
 	rt.models = append([]string(nil), rt.req.Fallbacks...)
-	dreq := DispatchRequest{Model: rt.req.Model, Need: rt.req.Need, Work: rt.req.Work}
+	dreq := &rt.dreq // in rt: run's frame is under every attempt's wait
+	dreq.Model, dreq.Need, dreq.Work = rt.req.Model, rt.req.Need, rt.req.Work
 	defer rt.endBudget()
 	for {
-		att, err := rt.dispatch(ctx, &dreq)
-		var de *DispatchError
-		if errors.As(err, &de) && ctx.Err() == nil {
-			// The leased provider's node did not take the work: nothing
-			// reached a provider, so fail over like a refused connection.
-			rt.attempts++
-			rt.cfg.Metrics.attempts.WithLabelValues(outTransport.String()).Inc()
-			rt.cycleResult(resultDispatchFailed) // a stall's re-dispatch ends its cycle here
-			if rt.next(ctx, outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", cause: causeDispatch}, &dreq) {
+		att, err := rt.dispatch(ctx, dreq)
+		if err != nil {
+			if rt.notDispatched(ctx, err) {
 				continue
 			}
 			return
 		}
-		if err != nil {
-			rt.dispatchFailed(ctx, err)
-			return
-		}
-		rt.attempts++
-		rt.sum.Model, rt.sum.Provider, rt.sum.Path = att.Model(), att.ProviderID(), pathOf(att.Kind())
+		rt.started(att)
 		reported := rt.sum.Usage
 		out := rt.pump(ctx, att)
 		att.Close()
@@ -232,10 +228,33 @@ func (rt *runtime) run(ctx context.Context) {
 		}
 		rt.endBudget()
 		rt.cfg.Metrics.attempts.WithLabelValues(out.kind.String()).Inc()
-		if !rt.next(ctx, out, &dreq) {
+		if !rt.next(ctx, out, dreq) {
 			return
 		}
 	}
+}
+
+// started counts a dispatched attempt; the summary names its model,
+// provider and path.
+func (rt *runtime) started(att Attempt) {
+	rt.attempts++
+	rt.sum.Model, rt.sum.Provider, rt.sum.Path = att.Model(), att.ProviderID(), pathOf(att.Kind())
+}
+
+// notDispatched follows a dispatch that failed with err, and reports
+// whether another dispatch follows. A leased provider's node that did not
+// take the work is failed over like a refused connection: nothing reached
+// a provider.
+func (rt *runtime) notDispatched(ctx context.Context, err error) bool {
+	var de *DispatchError
+	if !errors.As(err, &de) || ctx.Err() != nil {
+		rt.dispatchFailed(ctx, err)
+		return false
+	}
+	rt.attempts++
+	rt.cfg.Metrics.attempts.WithLabelValues(outTransport.String()).Inc()
+	rt.cycleResult(resultDispatchFailed) // a stall's re-dispatch ends its cycle here
+	return rt.next(ctx, &outcome{kind: outTransport, providerID: de.ProviderID, path: "unknown", cause: causeDispatch}, &rt.dreq)
 }
 
 // dispatch gets an attempt, moving to fallback models while the current

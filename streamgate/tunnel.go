@@ -65,26 +65,11 @@ func (t *tunnelState) nextSeq() int64 {
 }
 
 // frame handles one tunnel frame; non-nil when the attempt ended.
-func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
+func (ar *attemptRun) frame(f *execution.ProviderTunnelFrame) *outcome {
 	t, rt := ar.tun, ar.rt
 	switch f.Type {
 	case execution.FrameTypeResponseStart:
-		t.status, t.header = f.Status, httphdr.ForClient(http.Header(f.Header))
-		format, stream := eventstream.FormatFor(t.header.Get("Content-Type"))
-		switch {
-		case f.Status >= 400:
-			t.mode = tunnelError
-		case stream:
-			t.mode = tunnelStream
-			t.obs = eventstream.NewObserver(t.dialect(), format)
-			rt.resp.setHead(f.Status, t.header)
-		case isBinary(t.header.Get("Content-Type")):
-			t.mode = tunnelRaw
-			rt.resp.setHead(f.Status, t.header)
-		default:
-			t.mode = tunnelBuffer
-			rt.resp.setHead(f.Status, t.header)
-		}
+		ar.responseStart(f)
 	case execution.FrameTypeBody:
 		if t.mode != tunnelError {
 			ar.output()
@@ -95,28 +80,61 @@ func (ar *attemptRun) frame(f execution.ProviderTunnelFrame) *outcome {
 	case execution.FrameTypeEnd:
 		return ar.tunnelEnd()
 	case execution.FrameTypeError:
-		o := failureOutcome(f.Failure)
-		return &o
+		return failureOutcome(f.Failure)
 	}
 	return nil
+}
+
+// responseStart takes the upstream's status and headers: how the body
+// is carried follows from them (apart from frame, whose frame is under
+// every write's).
+func (ar *attemptRun) responseStart(f *execution.ProviderTunnelFrame) {
+	t, rt := ar.tun, ar.rt
+	t.status, t.header = f.Status, httphdr.ForClient(http.Header(f.Header))
+	format, stream := eventstream.FormatFor(t.header.Get("Content-Type"))
+	switch {
+	case f.Status >= 400:
+		t.mode = tunnelError
+	case stream:
+		t.mode = tunnelStream
+		t.obs = eventstream.NewObserver(t.dialect(), format)
+		rt.resp.setHead(f.Status, t.header)
+	case isBinary(t.header.Get("Content-Type")):
+		t.mode = tunnelRaw
+		rt.resp.setHead(f.Status, t.header)
+	default:
+		t.mode = tunnelBuffer
+		rt.resp.setHead(f.Status, t.header)
+	}
+}
+
+// buffered adds p to a body being buffered (an error's, a whole JSON
+// body's), and returns nil while it fits; past maxTunnelBuffer the body
+// streams instead, and what was buffered is returned to go out.
+func (ar *attemptRun) buffered(p []byte) []byte {
+	t := ar.tun
+	t.buf = append(t.buf, p...)
+	if len(t.buf) <= maxTunnelBuffer {
+		return nil
+	}
+	if t.mode == tunnelError {
+		// An error body this large is not an error body we can retry on.
+		ar.rt.resp.setHead(t.status, t.header)
+	}
+	t.mode, p, t.buf = tunnelStream, t.buf, nil
+	format, _ := eventstream.FormatFor(t.header.Get("Content-Type"))
+	t.obs = eventstream.NewObserver(t.dialect(), format)
+	t.decided = true
+	return p
 }
 
 func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 	t, rt := ar.tun, ar.rt
 	switch t.mode {
 	case tunnelError, tunnelBuffer:
-		t.buf = append(t.buf, p...)
-		if len(t.buf) <= maxTunnelBuffer {
+		if p = ar.buffered(p); p == nil {
 			return nil
 		}
-		if t.mode == tunnelError {
-			// An error body this large is not an error body we can retry on.
-			rt.resp.setHead(t.status, t.header)
-		}
-		t.mode, p, t.buf = tunnelStream, t.buf, nil
-		format, _ := eventstream.FormatFor(t.header.Get("Content-Type"))
-		t.obs = eventstream.NewObserver(t.dialect(), format)
-		t.decided = true
 	case tunnelHead:
 		return &outcome{kind: outAbnormal}
 	case tunnelRaw:

@@ -91,7 +91,7 @@ func TestResumedUsageCountsEveryAttempt(t *testing.T) {
 		return &fakeAttempt{items: []Item{delta("ld."), ev(execution.RunEvent{Type: execution.EventTypeComplete,
 			Usage: &execution.TokenUsage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}})}}
 	}
-	var sum Summary
+	var sum *Summary
 	synctest.Test(t, func(t *testing.T) {
 		w.tries = map[string]int{}
 		cfg := Config{Dispatcher: w, Metrics: testMetrics, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()

@@ -201,15 +201,29 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	ev, fr, m, err := a.next()
 	switch {
 	case err != nil:
-		a.span.SetStatus(codes.Error, "node link")
-		a.release()
-		return streamgate.Item{}, fmt.Errorf("node link: %w", err)
+		return a.linkFailed(err)
 	case ev != nil:
 		return a.event(ev), nil
 	case fr != nil:
 		return a.frame(fr), nil
-	case m.GetCommandResult() != nil:
-		cr := m.GetCommandResult()
+	}
+	return a.other(m)
+}
+
+// The rarer items are made apart from Recv, whose frame is under every
+// held stream's wait.
+
+// linkFailed ends the attempt on the node link's receive error.
+func (a *edgeAttempt) linkFailed(err error) (streamgate.Item, error) {
+	a.span.SetStatus(codes.Error, "node link")
+	a.release()
+	return streamgate.Item{}, fmt.Errorf("node link: %w", err)
+}
+
+// other is the item of a message that is neither event nor frame: a
+// native command's result, or a message the attempt cannot carry.
+func (a *edgeAttempt) other(m *wire.AttemptUp) (streamgate.Item, error) {
+	if cr := m.GetCommandResult(); cr != nil {
 		f := execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: cr.GetError(),
 			Failure: execution.NewFailure(execution.FailureCode(cr.GetErrorCode()), cr.GetError())}
 		f.Failure = a.terminal(f.Failure)

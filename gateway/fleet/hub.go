@@ -169,16 +169,25 @@ var errNotTakenUp = errors.New("the node did not take up the attempt in time")
 
 // recv is the next message from the node.
 func (a *AttemptConn) Recv() (*wire.AttemptUp, error) {
-	m, err := a.stream.Recv()
+	// RecvMsg, not the generated Recv (the same call, two frames deeper
+	// under every held stream's wait).
+	m := new(wire.AttemptUp)
+	err := a.stream.RecvMsg(m)
+	if err != nil {
+		m = nil
+	}
 	if a.takeUp != nil {
 		a.takeUp.Stop()
 		a.takeUp = nil
 	}
 	if err != nil && a.notTaken.Load() {
-		return nil, fmt.Errorf("%w: %w", errNotTakenUp, err)
+		return nil, notTakenUp(err)
 	}
 	return m, err
 }
+
+// notTakenUp is the receive error err of work the node did not take up.
+func notTakenUp(err error) error { return fmt.Errorf("%w: %w", errNotTakenUp, err) }
 
 // End ends the attempt: its stream ends, which cancels the work on the
 // node.
