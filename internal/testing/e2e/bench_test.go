@@ -153,7 +153,7 @@ func holdingUpstream(release <-chan struct{}) http.Handler {
 
 // holdStreams opens n streams to url and waits until each delivered its
 // first chunk; the streams stay open until the returned func closes them.
-func holdStreams(b *testing.B, url, model string, n int) func() {
+func holdStreams(b testing.TB, url, model string, n int) func() {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
 	var bodies []io.Closer
 	for range n {

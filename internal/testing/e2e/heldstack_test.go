@@ -1,0 +1,69 @@
+//go:build !race
+
+package e2e
+
+import (
+	"net/http/httptest"
+	"runtime"
+	"testing"
+
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// TestHeldStreamStack guards what a held stream's goroutines keep of
+// stack on the in-process channel (iop dev): the edge's request goroutine
+// waits in the attempt's receive under net/http, echo, the middlewares,
+// the handler and the runtime, and the runtime halves a stack at a
+// collection only while the depth in use plus 800 bytes is under a
+// quarter of it. That wait is kept under 3,296 bytes so its stack comes
+// back from 16 KiB (the first write outgrows 8) to 8 KiB; a frame that
+// grows under it puts 8 KiB back on every held stream
+// (docs/performance.md, "a held stream's wait made shallow").
+//
+// It measures the stack in use per held stream beyond the same streams
+// held directly against the upstream: the edge's request goroutine and
+// net/http's background read, the edge's attempt handler, the node's
+// attempt goroutine and the node's upstream connection's two loops. Frame sizes differ under the race detector, so
+// this test runs without it (make test runs it in a step of its own).
+func TestHeldStreamStack(t *testing.T) {
+	const n = 200
+	release := make(chan struct{})
+	up := httptest.NewServer(holdingUpstream(release))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) })
+	c := Start(t, Options{Link: LinkInProcess}, func(*Cluster) []NodeSpec {
+		p := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"hold"}, Capacity: 100000}
+		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{p}}}
+	})
+	direct := stackPerStream(t, up.URL, n)
+	via := stackPerStream(t, c.URL, n)
+	extra := via - direct
+	t.Logf("stack per held stream: %.1f KiB beyond the direct path (%.1f direct)", extra, direct)
+	if extra > heldStackLimit {
+		t.Fatalf("a held stream keeps %.1f KiB of stack beyond the direct path, over %d: the edge's wait is deeper than a quarter of 16 KiB", extra, heldStackLimit)
+	}
+}
+
+// heldStackLimit sits between what the goroutines above keep (27.7–28.5
+// KiB measured) and what they kept while the edge's request goroutine
+// stayed at 16 KiB (35.8, the build before the wait was made shallow).
+const heldStackLimit = 32
+
+// stackPerStream is the stack in use, in KiB, per stream of n held open
+// to url (after collections, which halve stacks that allow it).
+func stackPerStream(t *testing.T, url string, n int) float64 {
+	s0 := stackInUse()
+	closeAll := holdStreams(t, url, "hold", n)
+	s1 := stackInUse()
+	closeAll()
+	return (float64(s1) - float64(s0)) / 1024 / float64(n)
+}
+
+func stackInUse() uint64 {
+	for range 3 { // each collection halves a stack at most once
+		runtime.GC()
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.StackInuse
+}
