@@ -15,10 +15,10 @@ import (
 // waits in the attempt's receive under net/http, echo, the middlewares,
 // the handler and the runtime, and the runtime halves a stack at a
 // collection only while the depth in use plus 800 bytes is under a
-// quarter of it. That wait is kept under 3,296 bytes so its stack comes
-// back from 16 KiB (the first write outgrows 8) to 8 KiB; a frame that
-// grows under it puts 8 KiB back on every held stream
-// (docs/performance.md, "a held stream's wait made shallow").
+// quarter of it. That wait is kept under 3,296 bytes, and the writes
+// above it under 8 KiB, so its stack stays at 8 KiB (or is halved back
+// to it); a frame that grows under them puts 8 KiB back on every held
+// stream (docs/performance.md, "a held stream's wait made shallow").
 //
 // It measures the stack in use per held stream beyond the same streams
 // held directly against the upstream: the edge's request goroutine and
