@@ -44,8 +44,10 @@ unit-inprocess: js-deps
 
 # The held-stream stack guard (internal/testing/e2e/heldstack_test.go):
 # frame sizes differ under the race detector, so it runs without it.
+# One process per link: stacks an earlier test freed skew the measure.
 unit-stack:
 	$(GO) test -count=1 -run '^TestHeldStreamStack$$' ./internal/testing/e2e
+	$(GO) test -count=1 -run '^TestHeldStreamStackTCP$$' ./internal/testing/e2e
 
 # Fuzz targets (RELIABILITY.md F1–F7) as package:Target. Crashers land in
 # the package's testdata/fuzz and then run as ordinary tests.
