@@ -70,10 +70,21 @@ FUZZ_TARGETS := \
 FUZZ_PR := nodeagent/providers/openai:FuzzReadStream gateway/fleet:FuzzNodeMessages streamgate:FuzzAttemptLifecycle codec/eventstream:FuzzObserver
 FUZZTIME ?= 10m
 
+# A target that ends with only "context deadline exceeded", no input
+# written, hit the fuzzing engine's race at -fuzztime's end
+# (go.dev/issue/75804, fixed in Go 1.27), not a finding: it runs once
+# more. Anything else that fails, fails.
 define run-fuzz
 	@for t in $(1); do pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "fuzz $$fn ($$pkg) for $(2)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(2) ./$$pkg || exit 1; \
+		for try in 1 2; do \
+			echo "fuzz $$fn ($$pkg) for $(2)"; \
+			out=$$($(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(2) ./$$pkg 2>&1); rc=$$?; echo "$$out"; \
+			[ $$rc = 0 ] && break; \
+			if [ $$try = 1 ] && echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
+				echo "fuzz $$fn: the engine's deadline race at -fuzztime's end (go.dev/issue/75804), nothing found: once more"; continue; \
+			fi; \
+			exit 1; \
+		done; \
 	done
 endef
 
