@@ -168,7 +168,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	g.mu.Lock()
 	ready := g.ready
 	g.mu.Unlock()
-	if !ready || len(g.hub.Nodes()) == 0 {
+	if !ready || !g.hub.Serving() { // a node whose providers are in the pool
 		http.Error(w, "not ready: no node connected", http.StatusServiceUnavailable)
 		return
 	}

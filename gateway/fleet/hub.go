@@ -79,6 +79,7 @@ type nodeConn struct {
 	done       *syncx.Event // the connection ended or was superseded
 	since      time.Time
 	providers  int
+	advertised atomic.Bool // its providers are in the pool: work can reach it
 	heartbeats bool         // the node answers Ping
 	lastPong   atomic.Int64 // unix nanos of the last answer (or of the welcome)
 
@@ -402,6 +403,7 @@ func (h *Hub) Session(stream wire.NodeLink_SessionServer) error {
 		return err
 	}
 	h.pool.SetNode(nodeID, c.gen, ads)
+	c.advertised.Store(true)
 	h.noteClamps(nodeID, c.gen, clamped)
 	h.log.Info("node connected", "node_id", nodeID, "connection_generation", c.gen, "providers", len(ads))
 	if h.probeOnConnect {
@@ -876,6 +878,20 @@ func (h *Hub) Nodes() []NodeInfo {
 			ParkedStreams: c.parkedCount(), ParkLimit: c.parkLimit})
 	}
 	return out
+}
+
+// Serving reports whether a connected node's providers are in the pool:
+// a node is listed (Nodes) from its hello, a moment before requests can
+// reach its providers.
+func (h *Hub) Serving() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		if c.advertised.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // drain stops accepting sessions.

@@ -107,6 +107,9 @@ func TestHubAuthentication(t *testing.T) {
 // old stream is still open; the old stream's close arrives 200 ms later.
 func TestReconnectRace(t *testing.T) {
 	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	if e.hub.Serving() {
+		t.Fatal("serving with no node connected")
+	}
 	c := e.client(t)
 	ctx1, closeOld := context.WithCancel(context.Background())
 	_, g1, err := session(t, ctx1, c, "tok", "n1", ad("p", 4, "m"))
@@ -165,6 +168,9 @@ func TestReconnectRace(t *testing.T) {
 	}
 	if snap := e.pool.Snapshot(); len(snap) != 1 || snap[0].ConnectionGeneration != g2 {
 		t.Fatalf("the old cleanup removed the new generation: %+v", snap)
+	}
+	if !e.hub.Serving() { // what /readyz reports
+		t.Fatal("the connected node's providers are in the pool, but the hub is not serving")
 	}
 	l.Release()
 }

@@ -198,16 +198,24 @@ func BenchmarkOpenStreams(b *testing.B) {
 	}
 }
 
-func benchOpenStreams(b *testing.B, opts Options) {
-	const n = 1000
+// holdingCluster is a cluster whose node serves the model "hold" from
+// an upstream that holds its streams open (holdingUpstream) until the
+// test ends; it returns the upstream's URL too.
+func holdingCluster(tb testing.TB, opts Options) (*Cluster, string) {
 	release := make(chan struct{})
 	up := httptest.NewServer(holdingUpstream(release))
-	b.Cleanup(up.Close)
-	b.Cleanup(func() { close(release) })
-	c := Start(b, opts, func(*Cluster) []NodeSpec {
+	tb.Cleanup(up.Close)
+	tb.Cleanup(func() { close(release) })
+	c := Start(tb, opts, func(*Cluster) []NodeSpec {
 		t := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"hold"}, Capacity: 100000}
 		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{t}}}
 	})
+	return c, up.URL
+}
+
+func benchOpenStreams(b *testing.B, opts Options) {
+	const n = 1000
+	c, upURL := holdingCluster(b, opts)
 	measure := func(url, model string) (float64, float64) {
 		g0, m0 := footprint()
 		closeAll := holdStreams(b, url, model, n)
@@ -216,7 +224,7 @@ func benchOpenStreams(b *testing.B, opts Options) {
 		return float64(g1-g0) / n, (float64(m1) - float64(m0)) / 1024 / n
 	}
 	for b.Loop() {
-		dg, dm := measure(up.URL, "hold")
+		dg, dm := measure(upURL, "hold")
 		ig, im := measure(c.URL, "hold")
 		b.ReportMetric(ig-dg, "goroutines/stream")
 		b.ReportMetric(im-dm, "KiB/stream")

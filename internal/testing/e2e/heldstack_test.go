@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"net/http/httptest"
 	"runtime"
 	"testing"
-
-	"github.com/iopgw/iop/nodeagent"
 )
 
 // TestHeldStreamStack guards what a held stream's goroutines keep of
@@ -43,15 +40,8 @@ func TestHeldStreamStackTCP(t *testing.T) {
 
 func heldStreamStack(t *testing.T, opts Options, limit float64) {
 	const n = 200
-	release := make(chan struct{})
-	up := httptest.NewServer(holdingUpstream(release))
-	t.Cleanup(up.Close)
-	t.Cleanup(func() { close(release) })
-	c := Start(t, opts, func(*Cluster) []NodeSpec {
-		p := nodeagent.ProviderConfig{ID: "t", Adapter: "openai", Path: nodeagent.PathTunnel, BaseURL: up.URL + "/v1", Models: []string{"hold"}, Capacity: 100000}
-		return []NodeSpec{{ID: "node-a", Providers: []nodeagent.ProviderConfig{p}}}
-	})
-	direct := stackPerStream(t, up.URL, n)
+	c, upURL := holdingCluster(t, opts)
+	direct := stackPerStream(t, upURL, n)
 	via := stackPerStream(t, c.URL, n)
 	extra := via - direct
 	t.Logf("stack per held stream: %.1f KiB beyond the direct path (%.1f direct)", extra, direct)
