@@ -79,7 +79,7 @@ type nodeConn struct {
 	done       *syncx.Event // the connection ended or was superseded
 	since      time.Time
 	providers  int
-	advertised atomic.Bool // its providers are in the pool: work can reach it
+	advertised atomic.Bool  // its providers are in the pool: work can reach it
 	heartbeats bool         // the node answers Ping
 	lastPong   atomic.Int64 // unix nanos of the last answer (or of the welcome)
 
