@@ -78,7 +78,9 @@ define run-fuzz
 	@for t in $(1); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		for try in 1 2; do \
 			echo "fuzz $$fn ($$pkg) for $(2)"; \
-			out=$$($(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(2) ./$$pkg 2>&1); rc=$$?; echo "$$out"; \
+			log=$$(mktemp); \
+			{ $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(2) ./$$pkg; echo $$? > $$log.rc; } 2>&1 | tee $$log; \
+			rc=$$(cat $$log.rc); out=$$(cat $$log); rm -f $$log $$log.rc; \
 			[ $$rc = 0 ] && break; \
 			if [ $$try = 1 ] && echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
 				echo "fuzz $$fn: the engine's deadline race at -fuzztime's end (go.dev/issue/75804), nothing found: once more"; continue; \

@@ -64,7 +64,8 @@ func (g *Gateway) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 // logAccess writes the access line of a request that ended with err. It
 // is apart from the middleware so that its frame (the line's attributes)
 // is not under every request's handler: a held stream's goroutine waits
-// beneath the middleware, and its stack is halved only when shallow.
+// beneath the middleware, and keeps a small stack only while that wait
+// is shallow (docs/performance.md).
 func (g *Gateway) logAccess(c echo.Context, start time.Time, err error) {
 	logCfg := g.confOf(c).Log
 	mode := logCfg.Access
