@@ -41,6 +41,14 @@ const (
 	AccessOff    = "off"
 )
 
+// DefaultLogFlush is log.flush_interval's default: log lines (one per
+// request with the access log on) are held this long at most and written
+// together, not with a write each (slogx.Buffered); maxLogFlush bounds it.
+const (
+	DefaultLogFlush = 100 * time.Millisecond
+	maxLogFlush     = 10 * time.Second
+)
+
 // accessLog writes one structured line per API request: request and key
 // ids, route, models asked and answered, provider, status, outcome,
 // attempts, fallbacks, time to first byte, duration and token usage —

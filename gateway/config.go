@@ -197,6 +197,10 @@ type LogConfig struct {
 	// AccessSample is the fraction of successful requests logged when
 	// Access is all (failed ones always are). Default 1.
 	AccessSample float64 `koanf:"access_sample"`
+	// FlushInterval is how long log lines may be held in memory before
+	// they are written, together (default 100ms; 0 writes each line as it
+	// is logged). Warnings and errors are written at once.
+	FlushInterval time.Duration `koanf:"flush_interval"`
 }
 
 // DefaultConfig returns a Config with every default.
@@ -209,7 +213,7 @@ func DefaultConfig() Config {
 		Queue:        pool.QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
 		StreamGate:   StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
 		Overlay:      pool.OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
-		Log:          LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1},
+		Log:          LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1, FlushInterval: DefaultLogFlush},
 		NodeLimits:   fleet.DefaultNodeLimits(),
 		NodeLink:     fleet.DefaultNodeLink(),
 		DrainTimeout: fleet.DefaultDrainTimeout,

@@ -19,6 +19,7 @@ func restartOnly(old, cur *Config) []string {
 		"admin_listen": old.AdminListen == cur.AdminListen, "tls": old.TLS == cur.TLS, "node_tls": old.NodeTLS == cur.NodeTLS,
 		"edge_id": cur.EdgeID == "" || old.EdgeID == cur.EdgeID, "node_limits": old.NodeLimits == cur.NodeLimits,
 		"node_link": old.NodeLink == cur.NodeLink, "log.format": old.Log.Format == cur.Log.Format,
+		"log.flush_interval":      old.Log.FlushInterval == cur.Log.FlushInterval,
 		"auth.limits_store":       old.Auth.LimitsStore == cur.Auth.LimitsStore,
 		"auth.usage_file":         old.Auth.UsageFile == cur.Auth.UsageFile,
 		"streamgate.budget_ratio": old.StreamGate.BudgetRatio == cur.StreamGate.BudgetRatio,
@@ -91,7 +92,7 @@ func (g *Gateway) Reload(next Config) error {
 // cannot change.
 func keepRunning(old, next *Config) {
 	next.Listen, next.NodeListen, next.AdminListen, next.TLS, next.NodeTLS = old.Listen, old.NodeListen, old.AdminListen, old.TLS, old.NodeTLS
-	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format
+	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format, next.Log.FlushInterval = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format, old.Log.FlushInterval
 	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
 	next.Auth.LimitsStore, next.Auth.UsageFile = old.Auth.LimitsStore, old.Auth.UsageFile
 	next.Tracing, next.Node = old.Tracing, old.Node

@@ -93,10 +93,11 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 	if len(cfg.Node.Providers) == 0 {
 		cfg.Node.Providers = defaultDevProviders()
 	}
-	log, _, err := newLogger(stderr, cfg.Gateway.Log.Level, cfg.Gateway.Log.Format)
+	log, _, flushLog, err := newLogger(stderr, cfg.Gateway.Log.Level, cfg.Gateway.Log.Format, cfg.Gateway.Log.FlushInterval)
 	if err != nil {
 		return err
 	}
+	defer flushLog()
 	reg := prometheus.NewRegistry() // served with the default registry (Go and process collectors)
 	g, err := gateway.New(cfg.Gateway, gateway.Options{Log: log.With("component", "edge"), Registry: reg, Bundled: bundled(cfg.Node)})
 	if err != nil {

@@ -28,10 +28,11 @@ func runGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, level, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
+	log, level, flushLog, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format, cfg.Log.FlushInterval)
 	if err != nil {
 		return err
 	}
+	defer flushLog()
 	opts := gateway.Options{Log: log, Level: level}
 	var nc nodeagent.Config
 	if len(cfg.Node) > 0 {

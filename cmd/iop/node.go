@@ -23,7 +23,7 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, level, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format)
+	log, level, _, err := newLogger(stderr, cfg.Log.Level, cfg.Log.Format, 0) // a node writes no line per request
 	if err != nil {
 		return err
 	}
