@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/internal/tracing"
@@ -241,12 +242,20 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send, clock: b.clock, ended: ended}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
+		if f.Type == execution.FrameTypeBody {
+			// The edge owns what it receives, and on the in-process channel
+			// gives it back once written (edgeAttempt.Recv); the provider's
+			// own bytes stay the provider's.
+			f.Body = eventstream.Chunk(f.Body)
+		}
 		out.frame(tunnelFrameToProto(f, id))
 	})
 	spec := attemptSpec[execution.ProviderTunnelFrame]{
 		path: execution.ExecutionPathProviderTunnel, id: id, desc: desc, provider: p, sess: sess,
 		timeout: time.Duration(timeoutMS) * time.Millisecond, sink: em,
-		exec:     func(ctx context.Context) error { return exec(httpx.WithReadHook(ctx, out.beforeRead), em) },
+		exec: func(ctx context.Context) error {
+			return exec(httpx.WithPump(ctx, &httpx.Pump{BeforeRead: out.beforeRead, CopiesBodies: true}), em)
+		},
 		terminal: frameTerminal,
 		stalled: func(v stallVerdict) execution.ProviderTunnelFrame {
 			return execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: v.errorText(), Failure: v.failure()}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/gateway/pool"
@@ -159,6 +160,10 @@ type edgeAttempt struct {
 	// the rest of a batch being read (Recv's goroutine only)
 	events []*wire.RunEvent
 	frames []*wire.ProviderTunnelFrame
+	// lent is the body of the last frame Recv returned: the runtime is
+	// done with it at the next Recv (streamgate.Attempt), which gives it
+	// back (Recv's goroutine only).
+	lent []byte
 }
 
 // release releases the lease exactly once, whichever path gets there
@@ -197,6 +202,10 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	a.mu.Unlock()
 	if done {
 		return streamgate.Item{}, io.EOF
+	}
+	if a.lent != nil {
+		eventstream.ReleaseChunk(a.lent)
+		a.lent = nil
 	}
 	ev, fr, m, err := a.next()
 	switch {
@@ -290,6 +299,9 @@ func (a *edgeAttempt) frame(m *wire.ProviderTunnelFrame) streamgate.Item {
 	if f.Type.IsTerminal() {
 		a.report(frameResult(f, a.status))
 		f.Failure = a.terminal(f.Failure)
+	}
+	if f.Type == execution.FrameTypeBody {
+		a.lent = f.Body // the node made it for the edge (eventstream.Chunk), or it was unmarshalled here
 	}
 	return streamgate.Item{Frame: &f}
 }

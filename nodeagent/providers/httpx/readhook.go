@@ -5,22 +5,45 @@ import (
 	"io"
 )
 
-// A read hook runs right before a pump blocks on its upstream again:
-// everything the last read produced has been emitted by then, so the
-// caller (the node's link) can send it as one message without delaying
-// any of it. Pumps that read an upstream body call it before every read.
+// Pump is what the caller of a provider tells the pumps that read its
+// upstream bodies (Tunnel, the normalized readers), through the context.
+type Pump struct {
+	// BeforeRead runs right before a pump blocks on its upstream again:
+	// everything the last read produced has been emitted by then, so the
+	// caller (the node's link) can send it as one message without
+	// delaying any of it.
+	BeforeRead func()
+	// CopiesBodies says the frame emitter copies a body frame's bytes
+	// before Emit returns (the node's link does, into a chunk the edge
+	// can give back: eventstream.Chunk). Tunnel then emits its read
+	// buffer itself instead of a copy of it: one copy per read, not two.
+	CopiesBodies bool
+}
 
-type readHookKey struct{}
+type pumpKey struct{}
+
+// WithPump returns ctx carrying p for the pumps that run under it.
+func WithPump(ctx context.Context, p *Pump) context.Context {
+	return context.WithValue(ctx, pumpKey{}, p)
+}
 
 // WithReadHook returns ctx carrying hook for the pumps that run under it.
 func WithReadHook(ctx context.Context, hook func()) context.Context {
-	return context.WithValue(ctx, readHookKey{}, hook)
+	return WithPump(ctx, &Pump{BeforeRead: hook})
+}
+
+func pumpOf(ctx context.Context) *Pump {
+	p, _ := ctx.Value(pumpKey{}).(*Pump)
+	if p == nil {
+		return &Pump{}
+	}
+	return p
 }
 
 // hooked wraps an upstream body so ctx's read hook, if any, runs before
 // each read.
 func hooked(ctx context.Context, body io.ReadCloser) io.ReadCloser {
-	hook, _ := ctx.Value(readHookKey{}).(func())
+	hook := pumpOf(ctx).BeforeRead
 	if hook == nil {
 		return body
 	}

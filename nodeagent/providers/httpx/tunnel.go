@@ -18,7 +18,8 @@ import (
 // end. The body is not decoded here: the edge reads the usage it reports
 // from the bytes it forwards. An upstream read error mid-body becomes an
 // error frame — never a tidy end — and a request that cannot be sent
-// becomes an error frame before any response_start.
+// becomes an error frame before any response_start. A body frame's bytes
+// are the receiver's, unless ctx's Pump says the emitter copies them.
 func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execution.FrameEmitter) error {
 	resp, err := c.Do(req)
 	if err != nil {
@@ -30,13 +31,16 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	defer resp.Body.Close()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
-	body := hooked(ctx, resp.Body)
+	body, copied := hooked(ctx, resp.Body), pumpOf(ctx).CopiesBodies
 	buf := eventstream.NewReadBuf()
 	defer func() { buf.Release() }()
 	for {
 		n, rerr := body.Read(buf.Bytes())
 		if n > 0 {
-			chunk := append([]byte(nil), buf.Bytes()[:n]...)
+			chunk := buf.Bytes()[:n] // the emitter copies it (Pump.CopiesBodies)
+			if !copied {
+				chunk = append([]byte(nil), chunk...)
+			}
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
 			buf.Grow(n)
 		}
