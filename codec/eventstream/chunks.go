@@ -6,7 +6,7 @@ import "sync/atomic"
 // them to the writer of the client's response. A tunnelled stream makes
 // one per read, so they were most of the bytes a stream allocated (half,
 // for a 128-token answer) and, through the collections those bytes
-// paced, a tenth of its CPU. In one process — iop dev, an all-in-one
+// paced, about a tenth of its CPU. In one process — iop dev, an all-in-one
 // gateway, the node's frames handed over by reference on the in-process
 // channel — the writer gives each back once written (ReleaseChunk) and
 // the next read's copy reuses it.
@@ -35,8 +35,11 @@ func init() {
 }
 
 // Chunk returns a copy of p that its receiver owns, in a pooled buffer
-// when one is free.
+// when one is free (nil for an empty p).
 func Chunk(p []byte) []byte {
+	if len(p) == 0 {
+		return nil
+	}
 	i := chunkSizeFor(len(p))
 	if i < 0 {
 		return append([]byte(nil), p...)

@@ -31,6 +31,9 @@ func TestChunks(t *testing.T) {
 	if cap(d) != 32<<10 || len(d) != 20<<10 {
 		t.Fatalf("a 20 KiB chunk: len %d cap %d", len(d), cap(d))
 	}
+	if e := Chunk(big[:0]); e != nil {
+		t.Fatalf("an empty chunk: cap %d, want nil (nothing to give back)", cap(e))
+	}
 	ReleaseChunk(make([]byte, 100)) // below the smallest size: dropped
 	for range 2 * chunkPoolBytes / 256 {
 		ReleaseChunk(make([]byte, 0, 256)) // the pool stays bounded
