@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"gateway/fleet":        {"execution", "codec", "wire", "streamgate", "gateway/pool", "internal/ids", "internal/slogx", "internal/syncx", "internal/tracing", "internal/clock", "internal/inproc"},
 	"gateway/pool":         {"execution", "wire", "streamgate"},
 	"gateway/tenancy":      {"execution", "codec", "internal/ids"},
-	"cmd":                  {"gateway", "nodeagent", "internal/konfig", "internal/clock"},
+	"cmd":                  {"gateway", "nodeagent", "internal/konfig", "internal/clock", "internal/slogx"},
 	"internal/testing":     {"*"},
 	"conformance":          {"*"},
 	"examples":             {"*"},
