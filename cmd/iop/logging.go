@@ -23,7 +23,7 @@ func newLogger(w io.Writer, level, format string, flush time.Duration) (log *slo
 	done = func() {}
 	var out *slogx.Buffered
 	if flush > 0 {
-		out = slogx.NewBuffered(w, flush)
+		out = slogx.NewBuffered(w, flush, nil)
 		w, done = out, func() { _ = out.Close() }
 	}
 	opts := &slog.HandlerOptions{Level: lv}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/iopgw/iop/internal/clock"
 )
 
 // maxHeld is how many bytes of lines Buffered holds before it writes
@@ -26,16 +28,18 @@ const maxHeld = 64 << 10
 type Buffered struct {
 	w        io.Writer
 	interval time.Duration
+	clock    clock.Clock
 
 	mu     sync.Mutex
 	buf    []byte
-	timer  *time.Timer // armed while lines are held
+	timer  clock.Timer // armed while lines are held
 	closed bool
 }
 
-// NewBuffered returns the output to w, holding lines for at most interval.
-func NewBuffered(w io.Writer, interval time.Duration) *Buffered {
-	return &Buffered{w: w, interval: interval}
+// NewBuffered returns the output to w, holding lines for at most interval
+// on clk (the wall clock when nil).
+func NewBuffered(w io.Writer, interval time.Duration, clk clock.Clock) *Buffered {
+	return &Buffered{w: w, interval: interval, clock: clock.Or(clk)}
 }
 
 // Write holds one line (or writes it through, after Close or when it
@@ -54,7 +58,7 @@ func (b *Buffered) Write(p []byte) (int, error) {
 	}
 	b.buf = append(b.buf, p...)
 	if b.timer == nil {
-		b.timer = time.AfterFunc(b.interval, b.flushFromTimer)
+		b.timer = b.clock.AfterFunc(b.interval, b.flushFromTimer)
 	}
 	return len(p), nil
 }

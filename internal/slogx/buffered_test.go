@@ -7,8 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
+
+	"github.com/iopgw/iop/internal/testing/clocktest"
 )
 
 // writes records every Write it gets.
@@ -33,41 +34,40 @@ func (w *writes) all() []string {
 // TestBufferedInterval: lines are held, then written together one
 // interval after the first of them; nothing is written while none is held.
 func TestBufferedInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var dst writes
-		b := NewBuffered(&dst, 100*time.Millisecond)
-		for i := range 3 {
-			fmt.Fprintf(b, "line %d\n", i)
-			time.Sleep(10 * time.Millisecond)
-		}
-		synctest.Wait()
-		if got := dst.all(); len(got) != 0 {
-			t.Fatalf("written before the interval: %q", got)
-		}
-		time.Sleep(70 * time.Millisecond) // 100 ms after the first line
-		synctest.Wait()
-		if got := dst.all(); len(got) != 1 || got[0] != "line 0\nline 1\nline 2\n" {
-			t.Fatalf("after the interval: %q, want the three lines in one write", got)
-		}
-		time.Sleep(time.Second)
-		synctest.Wait()
-		if got := dst.all(); len(got) != 1 {
-			t.Fatalf("a write with nothing held: %q", got)
-		}
-		fmt.Fprintln(b, "later")
-		time.Sleep(100 * time.Millisecond)
-		synctest.Wait()
-		if got := dst.all(); len(got) != 2 || got[1] != "later\n" {
-			t.Fatalf("the next line: %q", got)
-		}
-	})
+	clk := clocktest.New()
+	var dst writes
+	b := NewBuffered(&dst, 100*time.Millisecond, clk)
+	for i := range 3 {
+		fmt.Fprintf(b, "line %d\n", i)
+		clk.Advance(10 * time.Millisecond)
+	}
+	if got := dst.all(); len(got) != 0 {
+		t.Fatalf("written before the interval: %q", got)
+	}
+	clk.Advance(70 * time.Millisecond) // 100 ms after the first line
+	if got := dst.all(); len(got) != 1 || got[0] != "line 0\nline 1\nline 2\n" {
+		t.Fatalf("after the interval: %q, want the three lines in one write", got)
+	}
+	clk.Advance(time.Second)
+	if got := dst.all(); len(got) != 1 {
+		t.Fatalf("a write with nothing held: %q", got)
+	}
+	fmt.Fprintln(b, "later")
+	clk.Advance(99 * time.Millisecond)
+	if got := dst.all(); len(got) != 1 {
+		t.Fatalf("the next line written early: %q", got)
+	}
+	clk.Advance(time.Millisecond)
+	if got := dst.all(); len(got) != 2 || got[1] != "later\n" {
+		t.Fatalf("the next line: %q", got)
+	}
 }
 
 // TestBufferedFull: past maxHeld bytes the held lines go at once, in
 // order, and a line larger than maxHeld goes through after them.
 func TestBufferedFull(t *testing.T) {
 	var dst writes
-	b := NewBuffered(&dst, time.Hour)
+	b := NewBuffered(&dst, time.Hour, nil)
 	line := strings.Repeat("x", 1023) + "\n"
 	for range maxHeld / len(line) {
 		b.Write([]byte(line))
@@ -92,7 +92,7 @@ func TestBufferedFull(t *testing.T) {
 // come.
 func TestFlushAt(t *testing.T) {
 	var dst writes
-	b := NewBuffered(&dst, time.Hour)
+	b := NewBuffered(&dst, time.Hour, nil)
 	log := slog.New(FlushAt(slog.NewTextHandler(b, nil), slog.LevelWarn, b)).With("component", "edge")
 	log.Info("request", "status", 200)
 	if got := dst.all(); len(got) != 0 {
@@ -120,7 +120,7 @@ func TestFlushAt(t *testing.T) {
 func TestBufferedConcurrent(t *testing.T) {
 	var dst bytes.Buffer
 	var mu sync.Mutex
-	b := NewBuffered(lockedWriter{&mu, &dst}, time.Millisecond)
+	b := NewBuffered(lockedWriter{&mu, &dst}, time.Millisecond, nil)
 	log := slog.New(slog.NewTextHandler(b, nil))
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"internal/clock":       {},
 	"internal/tracing":     {},
 	"internal/ids":         {},
-	"internal/slogx":       {},
+	"internal/slogx":       {"internal/clock"},
 	"internal/inproc":      {},
 	"openapi":              {},
 	"nodeagent":            {"execution", "codec", "wire", "internal/httphdr", "internal/konfig", "internal/syncx", "internal/tracing", "internal/clock", "nodeagent"},
