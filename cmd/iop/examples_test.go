@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,35 +23,61 @@ func startDev(t *testing.T) (api, admin string) {
 	return startDevConfig(t, defaultDevConfig())
 }
 
-// startDevConfig runs `iop dev` with cfg on free ports.
+// startDevConfig runs `iop dev` with cfg on free ports, until the test
+// ends, and waits for it to be ready.
 func startDevConfig(t *testing.T, cfg devConfig) (api, admin string) {
 	t.Helper()
 	cfg.Gateway.Listen, cfg.Gateway.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Gateway.Log.Level, cfg.Node.Log.Level = "error", "error"
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &logbuf.Buffer{}
-	done := make(chan error, 1)
-	go func() { done <- runDevConfig(ctx, cfg, out, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	started := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1 .* admin on (http://\S+)`)
+	d := launchDev(t, cfg, io.Discard)
+	t.Cleanup(func() { _ = d.stop() })
 	wait.Until(t, func() bool {
-		if m := started.FindStringSubmatch(out.String()); m != nil {
-			api, admin = m[1], m[2]
-		}
-		return api != ""
-	})
-	wait.Until(t, func() bool {
-		r, err := http.Get(admin + "/readyz")
+		r, err := http.Get(d.admin + "/readyz")
 		if err != nil {
 			return false
 		}
 		r.Body.Close()
 		return r.StatusCode == 200
 	})
-	return api, admin
+	return d.api, d.admin
+}
+
+// dev is an `iop dev` a test runs.
+type dev struct {
+	api, admin string       // admin: empty without an admin listener
+	stop       func() error // ends it and returns what it returned
+}
+
+// launchDev starts `iop dev` with cfg, its log going to logs, and waits
+// for its banner.
+func launchDev(t *testing.T, cfg devConfig, logs io.Writer) *dev {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &logbuf.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- runDevConfig(ctx, cfg, out, logs) }()
+	var once sync.Once
+	var err error
+	d := &dev{stop: func() error { once.Do(func() { cancel(); err = <-done }); return err }}
+	wait.Until(t, func() bool { // the banner, written whole
+		select {
+		case err := <-done:
+			t.Fatalf("iop dev ended: %v", err)
+		default:
+		}
+		return strings.Contains(out.String(), "\n")
+	})
+	banner := out.String()
+	if m := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1 `).FindStringSubmatch(banner); m != nil {
+		d.api = m[1]
+	}
+	if m := regexp.MustCompile(`admin on (http://\S+)`).FindStringSubmatch(banner); m != nil {
+		d.admin = m[1]
+	}
+	if d.api == "" {
+		t.Fatalf("iop dev's banner: %q", banner)
+	}
+	return d
 }
 
 // TestExamplesRunAgainstDev runs every program in examples/ against iop dev.

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,26 +23,11 @@ func TestDevLogFlush(t *testing.T) {
 			cfg := defaultDevConfig()
 			cfg.Gateway.Listen, cfg.Gateway.AdminListen = "127.0.0.1:0", ""
 			cfg.Gateway.Log.Level, cfg.Gateway.Log.FlushInterval = "info", tc.interval
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			out, logs := &logbuf.Buffer{}, &logbuf.Buffer{}
-			done := make(chan error, 1)
-			go func() { done <- runDevConfig(ctx, cfg, out, logs) }()
-			var api string
-			started := regexp.MustCompile(`OpenAI API on (http://[^ ]+)/v1`)
-			wait.Until(t, func() bool {
-				select {
-				case err := <-done:
-					t.Fatalf("iop dev ended: %v\n%s", err, logs.String())
-				default:
-				}
-				if m := started.FindStringSubmatch(out.String()); m != nil {
-					api = m[1]
-				}
-				return api != ""
-			})
+			logs := &logbuf.Buffer{}
+			d := launchDev(t, cfg, logs)
+			defer d.stop()
 			wait.Until(t, func() bool { // the bundled node's models are served
-				resp, err := http.Post(api+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`))
+				resp, err := http.Post(d.api+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"iop-sim","messages":[{"role":"user","content":"hi"}]}`))
 				if err != nil {
 					return false
 				}
@@ -57,8 +40,7 @@ func TestDevLogFlush(t *testing.T) {
 				if strings.Contains(logs.String(), line) {
 					t.Fatalf("the access line was written before the interval:\n%s", logs.String())
 				}
-				cancel()
-				if err := <-done; err != nil {
+				if err := d.stop(); err != nil {
 					t.Fatal(err)
 				}
 				if !strings.Contains(logs.String(), line) {
@@ -67,8 +49,6 @@ func TestDevLogFlush(t *testing.T) {
 				return
 			}
 			wait.Until(t, func() bool { return strings.Contains(logs.String(), line) })
-			cancel()
-			<-done
 		})
 	}
 }
