@@ -56,8 +56,10 @@ func Chunk(p []byte) []byte {
 }
 
 // ReleaseChunk gives back b, which nothing refers to any more (its bytes
-// were written, or copied where they are kept). Any byte slice may be
-// given back; one smaller than the smallest size is dropped.
+// were written, or copied where they are kept), nor to any byte of the
+// array under it. Such a slice may be given back whoever made it (the
+// edge gives back what protobuf unmarshalled too); one smaller than the
+// smallest size is dropped.
 func ReleaseChunk(b []byte) {
 	if !chunksReleased.Load() {
 		chunksReleased.Store(true)
