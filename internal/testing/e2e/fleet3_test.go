@@ -178,7 +178,11 @@ func TestFleetFailures(t *testing.T) {
 				if e.stopped.Load() {
 					continue // the load balancer has taken it out
 				}
-				r := streamChat(t, e.url, "iop-sim")
+				// As an SDK's retries do, the request names itself
+				// idempotent: one sent on a kept-alive connection that a
+				// draining edge closed before reading it is sent again
+				// (net/http retries only such requests).
+				r := streamChatWith(t, e.url, "iop-sim", map[string]string{"Idempotency-Key": fmt.Sprintf("fleet-%d", next.Load())})
 				k := classify(t, r, want)
 				if k == "status" && r.status != 503 {
 					t.Errorf("status %d: %+v", r.status, r)
