@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -224,5 +225,21 @@ func TestTracingChangeIsRestartOnly(t *testing.T) {
 	}
 	if g.Config().Tracing.Enabled {
 		t.Fatal("the running configuration claims a tracer it does not have")
+	}
+}
+
+// TestLogFlushChangeIsRestartOnly: the log's flush interval is the
+// process's output, built at start; a reload that changes it says so and
+// keeps the running value, while the rest of the reload applies.
+func TestLogFlushChangeIsRestartOnly(t *testing.T) {
+	g := newTestGateway(t, DefaultConfig())
+	next := g.Config()
+	next.Log.FlushInterval, next.Log.AccessSample = time.Second, 0.5
+	err := g.Reload(next)
+	if !IsRestartRequired(err) || !strings.Contains(err.Error(), "log.flush_interval") {
+		t.Fatalf("reload changing log.flush_interval: %v", err)
+	}
+	if got := g.Config().Log; got.FlushInterval != DefaultLogFlush || got.AccessSample != 0.5 {
+		t.Fatalf("after the reload: flush_interval %v, access_sample %v; want the running interval and the new sample", got.FlushInterval, got.AccessSample)
 	}
 }
