@@ -54,7 +54,8 @@ func (r *recorder) last() (string, []byte, http.Header) {
 	return r.paths[n], r.bodies[n], r.headers[n]
 }
 
-func postH(t *testing.T, url, body string, hdr map[string]string) (int, string) {
+// postWith posts a JSON body with request headers.
+func postWith(t *testing.T, url, body string, hdr map[string]string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -65,6 +66,12 @@ func postH(t *testing.T, url, body string, hdr map[string]string) (int, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+func postH(t *testing.T, url, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	resp := postWith(t, url, body, hdr)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)

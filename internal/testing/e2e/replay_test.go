@@ -69,15 +69,7 @@ func streamChat(t *testing.T, url, model string) sseResult {
 // streamChatWith is streamChat with request headers.
 func streamChatWith(t *testing.T, url, model string, hdr map[string]string) sseResult {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postWith(t, url+"/v1/chat/completions", `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`, hdr)
 	defer resp.Body.Close()
 	r := sseResult{status: resp.StatusCode}
 	buf := make([]byte, 0, 4096)
