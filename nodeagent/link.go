@@ -198,8 +198,12 @@ func (a *Agent) session(ctx context.Context, addr string, client wire.NodeLinkCl
 	defer sess.markClosed()
 	log.Info("edge session established", slog.Uint64("connection_generation", sess.Generation()))
 	sess.parkTarget = int32(min(w.GetParkedAttempts(), maxParked))
+	// Counted idle all at once, before any opens: work on the first
+	// parked stream must see the whole count when it decides whether to
+	// park a replacement (carry), or the session ends up with one more
+	// parked than its target.
+	sess.idle.Add(sess.parkTarget)
 	for range sess.parkTarget {
-		sess.idle.Add(1)
 		attempts.Go(func() { a.parked(sctx, client, sess, log, &attempts) })
 	}
 	a.links.up.WithLabelValues(addr).Set(1)
