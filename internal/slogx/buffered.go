@@ -56,6 +56,9 @@ func (b *Buffered) Write(p []byte) (int, error) {
 	if b.closed || len(p) > maxHeld {
 		return b.w.Write(p)
 	}
+	if b.buf == nil {
+		b.buf = make([]byte, 0, maxHeld) // never grown: a line that would not fit flushes first
+	}
 	b.buf = append(b.buf, p...)
 	if b.timer == nil {
 		b.timer = b.clock.AfterFunc(b.interval, b.flushFromTimer)
@@ -89,11 +92,7 @@ func (b *Buffered) flushLocked() error {
 		return nil
 	}
 	_, err := b.w.Write(b.buf)
-	if cap(b.buf) > maxHeld { // a burst's growth is not kept
-		b.buf = nil
-	} else {
-		b.buf = b.buf[:0]
-	}
+	b.buf = b.buf[:0]
 	return err
 }
 
