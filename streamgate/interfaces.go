@@ -40,9 +40,10 @@ type Attempt interface {
 	// StallTimeout is the provider's effective stall timeout.
 	StallTimeout() time.Duration
 	// Recv returns the next item. After a terminal item it returns
-	// io.EOF. A transport failure (node lost) is an error. A frame's Body
-	// is the attempt's again at the next Recv, which may reuse it: the
-	// runtime writes it or copies what it keeps before asking for more.
+	// io.EOF. A transport failure (node lost) is an error. A frame (the
+	// struct and its Body) is the attempt's again at the next Recv, which
+	// may reuse it: the runtime writes the body or copies what it keeps
+	// of the frame before asking for more.
 	Recv() (Item, error)
 	// Close ends the attempt: an attempt without a terminal is cancelled
 	// on its node; the lease is released exactly once. Idempotent.

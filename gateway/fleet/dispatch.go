@@ -164,6 +164,10 @@ type edgeAttempt struct {
 	// done with it at the next Recv (streamgate.Attempt), which gives it
 	// back (Recv's goroutine only).
 	lent []byte
+	// cur is the frame Recv returned last, made in place: the runtime is
+	// done with it at the next Recv too (streamgate.Attempt), so a
+	// stream's frames cost no allocation each.
+	cur execution.ProviderTunnelFrame
 }
 
 // release releases the lease exactly once, whichever path gets there
@@ -286,24 +290,25 @@ func (a *edgeAttempt) event(m *wire.RunEvent) streamgate.Item {
 
 // frame maps one tunnel frame; its terminal ends the attempt.
 func (a *edgeAttempt) frame(m *wire.ProviderTunnelFrame) streamgate.Item {
-	f := wire.TunnelFrameFromProto(m)
+	a.cur = wire.TunnelFrameFromProto(m)
+	f := &a.cur
 	if f.Type == execution.FrameTypeResponseStart {
 		if f.Status < 200 || f.Status > 599 {
 			// Untrusted input: a status a client must never see (a 1xx,
 			// or an invented one) ends the attempt as a provider failure.
-			f = execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "invalid upstream status",
+			*f = execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "invalid upstream status",
 				Failure: execution.UpstreamFailure(&execution.UpstreamError{Message: fmt.Sprintf("the node reported an invalid upstream status %d", f.Status)})}
 		}
 		a.status = f.Status
 	}
 	if f.Type.IsTerminal() {
-		a.report(frameResult(f, a.status))
+		a.report(frameResult(*f, a.status))
 		f.Failure = a.terminal(f.Failure)
 	}
 	if f.Type == execution.FrameTypeBody {
 		a.lent = f.Body // the node made it for the edge (eventstream.Chunk), or it was unmarshalled here
 	}
-	return streamgate.Item{Frame: &f}
+	return streamgate.Item{Frame: f}
 }
 
 // terminal handles the attempt's terminal: stall evidence goes through
