@@ -12,6 +12,7 @@ import (
 	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/gateway/tenancy"
+	"github.com/iopgw/iop/internal/gcheadroom"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/streamgate"
@@ -62,6 +63,13 @@ type Config struct {
 	// DrainTimeout bounds graceful shutdown: streams get this long to
 	// finish before they receive a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
+	// GCHeadroomBytes keeps at least this many bytes of allocation
+	// between garbage collections while the live heap is small (see
+	// internal/gcheadroom): fewer collections under load, for up to this
+	// much more memory; no effect once the live heap is larger than it.
+	// Default 16 MiB; 0 leaves the collector at the runtime's default, as
+	// does GOGC set in the environment. Changing it needs a restart.
+	GCHeadroomBytes int64 `koanf:"gc_headroom_bytes"`
 	// Node is a bundled node's configuration (the node agent's keys, as
 	// in node.yaml): iop gateway runs that node in this process, linked
 	// through the in-process channel — the all-in-one mode. The edge
@@ -210,13 +218,14 @@ func DefaultConfig() Config {
 		Auth: AuthConfig{FailuresPerMinute: 20},
 		Limits: LimitsConfig{MaxBodyBytes: 16 << 20, MaxHeaderBytes: 64 << 10, MaxDepth: 64, MaxMessages: 4096,
 			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, WriteTimeout: 60 * time.Second},
-		Queue:        pool.QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
-		StreamGate:   StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
-		Overlay:      pool.OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
-		Log:          LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1, FlushInterval: DefaultLogFlush},
-		NodeLimits:   fleet.DefaultNodeLimits(),
-		NodeLink:     fleet.DefaultNodeLink(),
-		DrainTimeout: fleet.DefaultDrainTimeout,
+		Queue:           pool.QueueConfig{MaxLength: 256, MaxWait: 30 * time.Second},
+		StreamGate:      StreamGateConfig{MaxAttempts: 10, SnapshotMaxBytes: 8 << 20, BudgetRatio: 0.2, BudgetMin: 3},
+		Overlay:         pool.OverlayConfig{RecoveryInterval: 5 * time.Second, RecoveryMaxInterval: 60 * time.Second},
+		Log:             LogConfig{Level: "info", Format: "json", Access: AccessAll, AccessSample: 1, FlushInterval: DefaultLogFlush},
+		NodeLimits:      fleet.DefaultNodeLimits(),
+		NodeLink:        fleet.DefaultNodeLink(),
+		DrainTimeout:    fleet.DefaultDrainTimeout,
+		GCHeadroomBytes: gcheadroom.Default,
 	}
 }
 

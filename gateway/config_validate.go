@@ -143,6 +143,9 @@ func (c *Config) checkLog(bad badFunc) {
 	if c.Log.AccessSample < 0 || c.Log.AccessSample > 1 {
 		bad("log.access_sample", "must be between 0 and 1")
 	}
+	if c.GCHeadroomBytes < 0 {
+		bad("gc_headroom_bytes", "must not be negative (0 leaves the collector at the runtime's default)")
+	}
 	if c.Log.FlushInterval < 0 || c.Log.FlushInterval > maxLogFlush {
 		bad("log.flush_interval", "must be between 0 (each line written at once) and %s", maxLogFlush)
 	}

@@ -20,6 +20,7 @@ func restartOnly(old, cur *Config) []string {
 		"edge_id": cur.EdgeID == "" || old.EdgeID == cur.EdgeID, "node_limits": old.NodeLimits == cur.NodeLimits,
 		"node_link": old.NodeLink == cur.NodeLink, "log.format": old.Log.Format == cur.Log.Format,
 		"log.flush_interval":      old.Log.FlushInterval == cur.Log.FlushInterval,
+		"gc_headroom_bytes":       old.GCHeadroomBytes == cur.GCHeadroomBytes,
 		"auth.limits_store":       old.Auth.LimitsStore == cur.Auth.LimitsStore,
 		"auth.usage_file":         old.Auth.UsageFile == cur.Auth.UsageFile,
 		"streamgate.budget_ratio": old.StreamGate.BudgetRatio == cur.StreamGate.BudgetRatio,
@@ -95,7 +96,7 @@ func keepRunning(old, next *Config) {
 	next.EdgeID, next.NodeLimits, next.NodeLink, next.Log.Format, next.Log.FlushInterval = old.EdgeID, old.NodeLimits, old.NodeLink, old.Log.Format, old.Log.FlushInterval
 	next.StreamGate.BudgetRatio, next.StreamGate.BudgetMin = old.StreamGate.BudgetRatio, old.StreamGate.BudgetMin
 	next.Auth.LimitsStore, next.Auth.UsageFile = old.Auth.LimitsStore, old.Auth.UsageFile
-	next.Tracing, next.Node = old.Tracing, old.Node
+	next.Tracing, next.Node, next.GCHeadroomBytes = old.Tracing, old.Node, old.GCHeadroomBytes
 }
 
 // ErrWeakerSecurity is a reload refused because it would open what the

@@ -228,18 +228,20 @@ func TestTracingChangeIsRestartOnly(t *testing.T) {
 	}
 }
 
-// TestLogFlushChangeIsRestartOnly: the log's flush interval is the
-// process's output, built at start; a reload that changes it says so and
-// keeps the running value, while the rest of the reload applies.
+// TestLogFlushChangeIsRestartOnly: the log's flush interval and the
+// collector's headroom are the process's, set at start; a reload that
+// changes them says so and keeps the running values, while the rest of
+// the reload applies.
 func TestLogFlushChangeIsRestartOnly(t *testing.T) {
 	g := newTestGateway(t, DefaultConfig())
 	next := g.Config()
-	next.Log.FlushInterval, next.Log.AccessSample = time.Second, 0.5
+	next.Log.FlushInterval, next.Log.AccessSample, next.GCHeadroomBytes = time.Second, 0.5, 0
 	err := g.Reload(next)
-	if !IsRestartRequired(err) || !strings.Contains(err.Error(), "log.flush_interval") {
-		t.Fatalf("reload changing log.flush_interval: %v", err)
+	if !IsRestartRequired(err) || !strings.Contains(err.Error(), "log.flush_interval") || !strings.Contains(err.Error(), "gc_headroom_bytes") {
+		t.Fatalf("reload changing log.flush_interval and gc_headroom_bytes: %v", err)
 	}
-	if got := g.Config().Log; got.FlushInterval != DefaultLogFlush || got.AccessSample != 0.5 {
-		t.Fatalf("after the reload: flush_interval %v, access_sample %v; want the running interval and the new sample", got.FlushInterval, got.AccessSample)
+	if got := g.Config(); got.Log.FlushInterval != DefaultLogFlush || got.GCHeadroomBytes != DefaultConfig().GCHeadroomBytes || got.Log.AccessSample != 0.5 {
+		t.Fatalf("after the reload: flush_interval %v, gc_headroom_bytes %d, access_sample %v; want the running values and the new sample",
+			got.Log.FlushInterval, got.GCHeadroomBytes, got.Log.AccessSample)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/gcheadroom"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/wire"
@@ -44,6 +45,13 @@ type Config struct {
 	// edge it is draining (no new work), lets in-flight attempts finish for
 	// this long, then ends the rest with a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
+	// GCHeadroomBytes keeps at least this many bytes of allocation
+	// between garbage collections while the live heap is small (see
+	// internal/gcheadroom): fewer collections under load, for up to this
+	// much more memory; no effect once the live heap is larger than it.
+	// Default 16 MiB; 0 leaves the collector at the runtime's default, as
+	// does GOGC set in the environment. Changing it needs a restart.
+	GCHeadroomBytes int64 `koanf:"gc_headroom_bytes"`
 }
 
 // EdgeConfig is one edge to dial.
@@ -192,10 +200,11 @@ var defaultSurfaces = map[string][]string{
 // DefaultConfig returns a Config with every default set.
 func DefaultConfig() Config {
 	return Config{
-		Metrics:      MetricsConfig{Listen: "127.0.0.1:9101"},
-		Log:          LogConfig{Level: "info", Format: "json"},
-		Liveness:     LivenessConfig{CloseGrace: DefaultCloseGrace},
-		DrainTimeout: 30 * time.Second,
+		Metrics:         MetricsConfig{Listen: "127.0.0.1:9101"},
+		Log:             LogConfig{Level: "info", Format: "json"},
+		Liveness:        LivenessConfig{CloseGrace: DefaultCloseGrace},
+		DrainTimeout:    30 * time.Second,
+		GCHeadroomBytes: gcheadroom.Default,
 	}
 }
 
@@ -260,6 +269,9 @@ func (c *Config) Resolve() error {
 	}
 	if c.DrainTimeout < 0 {
 		bad("drain_timeout", "must not be negative")
+	}
+	if c.GCHeadroomBytes < 0 {
+		bad("gc_headroom_bytes", "must not be negative (0 leaves the collector at the runtime's default)")
 	}
 	if len(c.Providers) == 0 {
 		bad("providers", "at least one provider is required")

@@ -17,7 +17,8 @@ import (
 // ones are no longer advertised nor accept new attempts (those running
 // finish), changed ones are replaced for new attempts. Every edge gets
 // the new advertisement at once. Keys that need a restart (node_id,
-// token, edges, metrics, liveness, drain_timeout, log.format) keep their
+// token, edges, metrics, liveness, drain_timeout, log.format,
+// gc_headroom_bytes) keep their
 // running values; the error names them (the rest was applied).
 func (a *Agent) Reload(ctx context.Context, next Config) error {
 	a.provMu.Lock()
@@ -25,7 +26,8 @@ func (a *Agent) Reload(ctx context.Context, next Config) error {
 	var fixed []string
 	for key, same := range map[string]bool{"node_id": old.NodeID == next.NodeID, "token": old.Token == next.Token,
 		"edges": reflect.DeepEqual(old.Edges, next.Edges), "metrics": old.Metrics == next.Metrics, "liveness": old.Liveness == next.Liveness,
-		"drain_timeout": old.DrainTimeout == next.DrainTimeout, "log.format": old.Log.Format == next.Log.Format} {
+		"drain_timeout": old.DrainTimeout == next.DrainTimeout, "log.format": old.Log.Format == next.Log.Format,
+		"gc_headroom_bytes": old.GCHeadroomBytes == next.GCHeadroomBytes} {
 		if !same {
 			fixed = append(fixed, key)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/gcheadroom"
 	"github.com/iopgw/iop/internal/konfig"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -98,7 +99,8 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 		return err
 	}
 	defer flushLog()
-	reg := prometheus.NewRegistry() // served with the default registry (Go and process collectors)
+	defer gcheadroom.Start(cfg.Gateway.GCHeadroomBytes)() // the process's: edge and node
+	reg := prometheus.NewRegistry()                       // served with the default registry (Go and process collectors)
 	g, err := gateway.New(cfg.Gateway, gateway.Options{Log: log.With("component", "edge"), Registry: reg, Bundled: bundled(cfg.Node)})
 	if err != nil {
 		return fmt.Errorf("gateway config: %w", err)

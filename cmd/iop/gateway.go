@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/internal/gcheadroom"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -33,6 +34,7 @@ func runGateway(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer flushLog()
+	defer gcheadroom.Start(cfg.GCHeadroomBytes)() // the process's, a bundled node's too
 	opts := gateway.Options{Log: log, Level: level}
 	var nc nodeagent.Config
 	if len(cfg.Node) > 0 {

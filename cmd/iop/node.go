@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/iopgw/iop/internal/gcheadroom"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -27,6 +28,7 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer gcheadroom.Start(cfg.GCHeadroomBytes)()
 	a, err := nodeagent.New(cfg, nodeagent.Options{Log: log, Version: version, Level: level})
 	if err != nil {
 		return err
