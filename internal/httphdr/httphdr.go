@@ -53,7 +53,13 @@ func removeConnectionListed(h http.Header) {
 // OpenAI-Project, other vendors' key headers) unless named in allow, Host,
 // Content-Length, Accept-Encoding and X-Forwarded-* removed.
 func ForUpstream(in http.Header, allow ...string) http.Header {
-	h := in.Clone()
+	return FilterForUpstream(in.Clone(), allow...)
+}
+
+// FilterForUpstream is ForUpstream in place: it removes from h, which
+// the caller owns, what ForUpstream would not copy, and returns it (an
+// empty header for nil).
+func FilterForUpstream(h http.Header, allow ...string) http.Header {
 	if h == nil {
 		return http.Header{}
 	}

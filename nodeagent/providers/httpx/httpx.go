@@ -65,7 +65,9 @@ func (c Credentials) Apply(h http.Header) {
 
 // NewRequest builds an upstream request: the client's end-to-end headers
 // (filtered again here, so no client credential can reach a provider)
-// plus the node's credentials.
+// plus the node's credentials. clientHeader becomes the request's header:
+// it is filtered in place (the node's own map, decoded from the link),
+// not copied.
 func NewRequest(ctx context.Context, method, url string, clientHeader map[string][]string, body []byte, cred Credentials) (*http.Request, error) {
 	var rd io.Reader
 	if len(body) > 0 {
@@ -75,7 +77,7 @@ func NewRequest(ctx context.Context, method, url string, clientHeader map[string
 	if err != nil {
 		return nil, err
 	}
-	req.Header = httphdr.ForUpstream(http.Header(clientHeader), cred.Forward...)
+	req.Header = httphdr.FilterForUpstream(http.Header(clientHeader), cred.Forward...)
 	if len(body) > 0 && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
