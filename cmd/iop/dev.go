@@ -99,8 +99,9 @@ func runDevConfig(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) 
 		return err
 	}
 	defer flushLog()
-	defer gcheadroom.Start(cfg.Gateway.GCHeadroomBytes)() // the process's: edge and node
-	reg := prometheus.NewRegistry()                       // served with the default registry (Go and process collectors)
+	// The collector's headroom is the process's: the edge's and the node's.
+	defer gcheadroom.Start(cfg.Gateway.GCHeadroomBytes)()
+	reg := prometheus.NewRegistry() // served with the default registry (Go and process collectors)
 	g, err := gateway.New(cfg.Gateway, gateway.Options{Log: log.With("component", "edge"), Registry: reg, Bundled: bundled(cfg.Node)})
 	if err != nil {
 		return fmt.Errorf("gateway config: %w", err)

@@ -13,9 +13,11 @@
 // than headroom bytes of new allocation later: percent = max(base,
 // headroom × 100 / live). Once the live heap is larger than headroom ×
 // 100 / base (16 MiB at the defaults), base applies unchanged: a process
-// holding thousands of streams collects exactly as before, and its memory
-// per stream is unchanged. What it costs is up to headroom bytes of
-// garbage held between cycles in a process whose live heap is small.
+// holding thousands of streams collects exactly as before. What it costs
+// is up to headroom bytes of garbage held between cycles while the live
+// heap is small, on the way up to a large one too (measured: a split
+// deployment's memory per held stream at 1,000 streams +5 %, iop dev's
+// unchanged).
 // GOMEMLIMIT keeps its meaning: the runtime collects when the heap nears
 // the limit, whatever the percent.
 package gcheadroom
@@ -35,8 +37,8 @@ const Default = 16 << 20
 // Start keeps at least headroom bytes between collections (see the
 // package comment) until stop is called. It does nothing, and stop does
 // nothing, when headroom is not positive or the environment sets GOGC (an
-// operator's own setting is left alone). base is the percent that applies
-// once the live heap is large: the runtime's default, 100.
+// operator's own setting is left alone). Once the live heap is large the
+// percent is the runtime's default, 100, and stop sets that back.
 func Start(headroom int64) (stop func()) {
 	if headroom <= 0 || os.Getenv("GOGC") != "" {
 		return func() {}
