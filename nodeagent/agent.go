@@ -58,7 +58,11 @@ type Agent struct {
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*Session
 	draining atomic.Bool
-	links    *linkMetrics
+	// closing counts attempt streams the node half-closed after their
+	// terminal and the edge has not ended yet: their last messages may
+	// still be on their way, so a drain waits for them (see drain).
+	closing atomic.Int32
+	links   *linkMetrics
 	// provMu guards cfg.Providers, which Reload replaces.
 	provMu    sync.RWMutex
 	malformed *prometheus.CounterVec
@@ -165,7 +169,11 @@ func (a *Agent) Run(ctx context.Context) error {
 // drain tells every edge the node is draining — they dispatch no new work
 // to it — and waits for in-flight attempts to finish, at most
 // DrainTimeout; what is still running then is cancelled by the caller and
-// ends with a typed terminal at the edge.
+// ends with a typed terminal at the edge. An attempt has finished when
+// the edge has ended its stream, not when its provider returned: the
+// terminal sent last may still be queued in the link's writer, and the
+// caller's cancellation would reset the stream and drop it (the edge
+// would see the stream cut after its last content).
 func (a *Agent) drain() {
 	a.draining.Store(true)
 	start := time.Now()
@@ -179,11 +187,11 @@ func (a *Agent) drain() {
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for a.inFlight() > 0 {
+	for a.inFlight() > 0 || a.closing.Load() > 0 {
 		select {
 		case <-deadline.C:
 			a.log.Warn("drain timeout passed; ending the remaining attempts with a typed terminal",
-				slog.Int("attempts", a.inFlight()), slog.Duration("drained_for", time.Since(start)))
+				slog.Int("attempts", a.inFlight()+int(a.closing.Load())), slog.Duration("drained_for", time.Since(start)))
 			return
 		case <-tick.C:
 		}

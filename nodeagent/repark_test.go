@@ -87,3 +87,43 @@ func TestStreamHalfClosedWhenEnoughParked(t *testing.T) {
 		t.Fatalf("the replacement's attempt ended %v", evs[len(evs)-1])
 	}
 }
+
+// TestDrainWaitsForTheEdgeToEndTheStream: a draining node half-closes a
+// stream after its attempt's terminal, and does not stop (cancelling its
+// streams, which drops what the link's writer still holds) until the edge
+// has ended that stream — the terminal reached the edge, not only the
+// node's writer.
+func TestDrainWaitsForTheEdgeToEndTheStream(t *testing.T) {
+	e := newFakeEdge()
+	e.parkedAttempts = 1
+	l := startLinkTo(t, e, baseConfig(simProvider("p1", SimConfig{TokenLatency: 20 * time.Millisecond, MaxTokens: 5})), Options{})
+	l.session(t)
+	st := parkedStream(t, e)
+	if err := st.stream.Send(runDown("p1", "iop-sim", 0)); err != nil {
+		t.Fatal(err)
+	}
+	st.items(t) // the attempt is running…
+	l.cancel()  // …when the node drains: it runs on
+	if evs := st.events(t); evs[len(evs)-1].GetType() != "complete" {
+		t.Fatalf("the attempt ended %v", evs[len(evs)-1])
+	}
+	if m, err := st.stream.Recv(); err != io.EOF {
+		t.Fatalf("after the terminal a draining node sent %v %v, want its half-close", m, err)
+	}
+	select {
+	case err := <-l.done:
+		l.done <- err
+		t.Fatal("the node stopped before the edge ended the stream its terminal went on")
+	case <-time.After(500 * time.Millisecond):
+	}
+	st.end()
+	select {
+	case err := <-l.done:
+		l.done <- err
+		if err != nil {
+			t.Fatalf("the drained node's Run: %v", err)
+		}
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the node did not stop once the edge ended the stream")
+	}
+}
