@@ -328,13 +328,13 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown) {
 	var drain atomic.Pointer[clock.Timer]
 	var parked atomic.Bool
-	// closing: 0 while the stream is open, 1 once it is half-closed and
-	// counted in a.closing, 2 once it is over (ended runs on the provider's
-	// goroutine and may come after the edge has ended the stream).
-	var closing atomic.Int32
+	// halfClosed: 0 while the stream is open, 1 once it is half-closed
+	// and counted in a.closing, 2 once it is over (ended runs on the
+	// provider's goroutine and may come after the edge ended the stream).
+	var halfClosed atomic.Int32
 	ended := func() {
 		if !a.parkAgain(sess, h, &parked) {
-			if closing.CompareAndSwap(0, 1) {
+			if halfClosed.CompareAndSwap(0, 1) {
 				a.closing.Add(1) // until the edge ends the stream (below)
 			}
 			t := a.bridge.clock.AfterFunc(attemptDrainTimeout, h.cancel)
@@ -366,7 +366,7 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 	if t := drain.Load(); t != nil {
 		(*t).Stop()
 	}
-	if closing.Swap(2) == 1 {
+	if halfClosed.Swap(2) == 1 {
 		a.closing.Add(-1)
 	}
 	if next == nil && parked.Load() {

@@ -44,6 +44,7 @@ func Start(headroom int64) (stop func()) {
 		return func() {}
 	}
 	t := &tuner{headroom: uint64(headroom), base: 100, current: 100}
+	t.sample[0].Name = "/gc/heap/live:bytes"
 	t.arm()
 	return sync.OnceFunc(func() {
 		t.stopped.Store(true)
@@ -59,7 +60,7 @@ type tuner struct {
 	base     int
 	current  int
 	stopped  atomic.Bool
-	sample   [1]metrics.Sample
+	sample   [1]metrics.Sample // the live heap, named once
 }
 
 // sentinel is garbage as soon as it is made: its finalizer tells the
@@ -78,7 +79,6 @@ func (t *tuner) arm() {
 
 // adjust sets the percent for the live heap the last cycle found.
 func (t *tuner) adjust() {
-	t.sample[0].Name = "/gc/heap/live:bytes"
 	metrics.Read(t.sample[:])
 	if t.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
