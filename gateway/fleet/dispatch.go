@@ -55,10 +55,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		}
 		return nil, fmt.Errorf("%w: %w", streamgate.ErrDispatchFailed, err)
 	}
-	actx, cancel := context.WithCancel(ctx)
-	ac, err := d.Hub.Open(actx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
+	ac, err := d.Hub.Open(ctx, pool.Reception{NodeID: l.NodeID, ConnectionGeneration: l.ConnectionGeneration}, down)
 	if err != nil {
-		cancel()
 		l.Release()
 		span.SetStatus(codes.Error, "the node did not open the attempt")
 		span.End()
@@ -68,7 +66,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 		d.Hub.NoteDispatchFailure()
 		return nil, &streamgate.DispatchError{ProviderID: l.ProviderID, Err: err}
 	}
-	return &edgeAttempt{pool: d.Pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, cancel: cancel, span: span}, nil
+	return &edgeAttempt{pool: d.Pool, lease: l, conn: ac, kind: kind, native: down.GetCommand() != nil, span: span}, nil
 }
 
 // startSpan opens the attempt's span, a child of the request's. With
@@ -149,7 +147,6 @@ type edgeAttempt struct {
 	conn   *AttemptConn
 	kind   streamgate.Kind
 	native bool // the work went in its Native form (Ollama's own API)
-	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	terminated bool
@@ -384,7 +381,6 @@ func failureResult(f *execution.ExecutionFailure) pool.AttemptResult {
 func (a *edgeAttempt) Close() {
 	a.closeOnce.Do(func() {
 		a.conn.End()
-		a.cancel()
 		a.release()
 		a.span.End()
 	})
