@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -29,7 +30,9 @@ type stream struct {
 	err    error
 
 	closeOnce sync.Once
-	mu        sync.Mutex // guards header, trailer, headerSent
+	detached  atomic.Bool // the handler called Detach: its return does not end the stream
+	endOnce   sync.Once   // the stream's end: its handler's return, or the detached handler's end
+	mu        sync.Mutex  // guards header, trailer, headerSent
 	header    metadata.MD
 	trailer   metadata.MD
 	sentHead  chan struct{} // closed when the header is sent (first message, SendHeader or the end)
@@ -47,7 +50,8 @@ func newStream(ctx context.Context, copy CopyFunc, method string) *stream {
 }
 
 // serve runs the handler (through the interceptor) and ends the stream
-// with its status.
+// with its status — unless the handler detached the stream and returned
+// nil: then the end it was given ends it.
 func (s *stream) serve(m method, intercept grpc.StreamServerInterceptor) {
 	ss := (*serverStream)(s)
 	var err error
@@ -56,11 +60,40 @@ func (s *stream) serve(m method, intercept grpc.StreamServerInterceptor) {
 	} else {
 		err = m.handler(m.impl, ss)
 	}
-	s.err = statusOf(err)
-	s.sendHead()
-	close(s.done)
-	s.stop()
-	s.scancel()
+	if err == nil && s.detached.Load() {
+		return
+	}
+	s.end(err)
+}
+
+// end ends the stream with the status of err, once: the client receives
+// what was sent before it, then io.EOF or the status.
+func (s *stream) end(err error) {
+	s.endOnce.Do(func() {
+		s.err = statusOf(err)
+		s.sendHead()
+		close(s.done)
+		s.stop()
+		s.scancel()
+	})
+}
+
+// Detach lets the handler whose context is ctx return without ending its
+// stream, and returns the stream's end (ok is false for a context that
+// is not an in-process handler's). A handler that only waits between the
+// stream's messages can return after arranging to go on when there is
+// something to do (context.AfterFunc on what it waits for): the stream
+// then holds no goroutine while it waits. end(err) ends the stream as the
+// handler's returning err would; the first call counts. A detached
+// handler that returns an error ends its stream with it at once.
+func Detach(ctx context.Context) (end func(error), ok bool) {
+	t, ok := grpc.ServerTransportStreamFromContext(ctx).(*transportStream)
+	if !ok {
+		return nil, false
+	}
+	s := (*stream)(t)
+	s.detached.Store(true)
+	return s.end, true
 }
 
 func (s *stream) sendHead() { s.headOnce.Do(func() { close(s.sentHead) }) }
