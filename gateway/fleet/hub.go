@@ -23,6 +23,7 @@ import (
 	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/clock"
 	"github.com/iopgw/iop/internal/ids"
+	"github.com/iopgw/iop/internal/inproc"
 	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/wire"
@@ -155,7 +156,8 @@ type pendingDispatch struct {
 type AttemptConn struct {
 	stream    wire.NodeLink_AttemptServer
 	reception pool.Reception
-	done      *syncx.Event // the attempt ended
+	done      context.Context // ended with the attempt (End, Finish) or its stream
+	end       context.CancelFunc
 	// work sent on a parked stream: armed until the first message back
 	// (see watchTakeUp); owned by the receiving goroutine once armed.
 	takeUp   clock.Timer
@@ -192,14 +194,17 @@ func notTakenUp(err error) error { return fmt.Errorf("%w: %w", errNotTakenUp, er
 
 // End ends the attempt: its stream ends, which cancels the work on the
 // node.
-func (a *AttemptConn) End() { a.done.Fire() }
+func (a *AttemptConn) End() { a.end() }
 
 // Finish ends the attempt after its terminal was taken: a reusable
 // stream is parked again for the next attempt instead of ending.
 func (a *AttemptConn) Finish() {
 	a.finished.Store(true)
-	a.done.Fire()
+	a.end()
 }
+
+// ended reports whether the attempt has ended, or its stream.
+func (a *AttemptConn) ended() bool { return a.done.Err() != nil }
 
 // Owner is the connection the attempt stream was received on.
 func (a *AttemptConn) Owner() pool.Reception { return a.reception }
@@ -713,7 +718,11 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, d
 // Attempt implements the per-attempt stream. The reception is the
 // authenticated node and the generation it claims, which must be the
 // lease's: anything else is a reception-owner mismatch and is refused
-// without touching the lease.
+// without touching the lease. Between its messages the stream only waits
+// for its attempt's end (next): over the network on this handler's
+// goroutine; on the in-process channel the handler detaches the stream
+// and returns, and each end goes on on a goroutine of its own (follow),
+// so a held or parked in-process stream costs the edge no goroutine.
 func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	nodeID := nodeIDFrom(stream.Context())
 	if !h.admitAttempt(nodeID) {
@@ -729,27 +738,67 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return status.Error(codes.InvalidArgument, "first message must be open")
 	}
 	r := pool.Reception{NodeID: nodeID, ConnectionGeneration: open.GetConnectionGeneration()}
-	for reopened := false; ; reopened = true {
-		a := &AttemptConn{stream: stream, reception: r, done: syncx.NewEvent(), reusable: open.GetReusable(), unasked: open.GetParksAfterTerminal()}
-		if open.GetParked() {
-			if err := h.parkAttempt(a); err != nil {
-				return err
-			}
-			if reopened {
-				h.metrics.reparked.Inc()
-			}
-		} else if err := h.deliver(open.GetDispatchId(), a); err != nil {
-			return err
-		}
-		select {
-		case <-a.done.Done():
-		case <-stream.Context().Done():
-		}
-		h.untrack(r, a)
-		if open, err = h.repark(stream, a); open == nil {
+	a, err := h.attach(stream, r, open, false)
+	if err != nil {
+		return err
+	}
+	if end, ok := inproc.Detach(stream.Context()); ok {
+		h.follow(stream, a, end)
+		return nil
+	}
+	for {
+		<-a.done.Done()
+		if a, err = h.next(stream, a); a == nil {
 			return err
 		}
 	}
+}
+
+// attach makes the attempt of open on stream, and parks it or hands it to
+// the dispatch that asked for it.
+func (h *Hub) attach(stream wire.NodeLink_AttemptServer, r pool.Reception, open *wire.AttemptOpen, reopened bool) (*AttemptConn, error) {
+	a := &AttemptConn{stream: stream, reception: r, reusable: open.GetReusable(), unasked: open.GetParksAfterTerminal()}
+	a.done, a.end = context.WithCancel(stream.Context())
+	if !open.GetParked() {
+		if err := h.deliver(open.GetDispatchId(), a); err != nil {
+			a.end()
+			return nil, err
+		}
+		return a, nil
+	}
+	if err := h.parkAttempt(a); err != nil {
+		a.end()
+		return nil, err
+	}
+	if reopened {
+		h.metrics.reparked.Inc()
+	}
+	return a, nil
+}
+
+// next follows the end of attempt a on its stream: the stream is parked
+// again for the node's next work (the new attempt), or ends (nil).
+func (h *Hub) next(stream wire.NodeLink_AttemptServer, a *AttemptConn) (*AttemptConn, error) {
+	h.untrack(a.reception, a)
+	open, err := h.repark(stream, a)
+	if open == nil {
+		return nil, err
+	}
+	return h.attach(stream, a.reception, open, true)
+}
+
+// follow is Attempt's wait for a detached (in-process) stream: when a
+// ends, next runs on a goroutine of its own, and the stream's next
+// attempt is followed in turn, or the stream ends.
+func (h *Hub) follow(stream wire.NodeLink_AttemptServer, a *AttemptConn, end func(error)) {
+	context.AfterFunc(a.done, func() {
+		b, err := h.next(stream, a)
+		if b == nil {
+			end(err)
+			return
+		}
+		h.follow(stream, b, end)
+	})
 }
 
 // repark takes a finished attempt's stream back as a parked one and

@@ -15,7 +15,6 @@ import (
 
 	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/ids"
-	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/internal/testing/wait"
 	"github.com/iopgw/iop/wire"
 )
@@ -212,7 +211,7 @@ func TestAbandonedAttemptIsEnded(t *testing.T) {
 	e.hub.mu.Lock()
 	e.hub.pending["d1"], e.hub.opening["n1"] = pd, 1
 	e.hub.mu.Unlock()
-	a := &AttemptConn{reception: owner, done: syncx.NewEvent()}
+	a := testAttemptConn(owner)
 	if err := e.hub.deliver("d1", a); err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +221,17 @@ func TestAbandonedAttemptIsEnded(t *testing.T) {
 	default:
 		t.Fatal("the abandoned attempt stream was not ended")
 	}
-	if err := e.hub.deliver("d1", &AttemptConn{reception: owner, done: syncx.NewEvent()}); status.Code(err) != codes.NotFound {
+	if err := e.hub.deliver("d1", testAttemptConn(owner)); status.Code(err) != codes.NotFound {
 		t.Fatalf("delivery after abandon: %v", err)
 	}
 	if e.hub.opening["n1"] != 0 {
 		t.Fatalf("opening count %d", e.hub.opening["n1"])
 	}
+}
+
+// testAttemptConn is an attempt of owner with no stream.
+func testAttemptConn(owner pool.Reception) *AttemptConn {
+	a := &AttemptConn{reception: owner}
+	a.done, a.end = context.WithCancel(context.Background())
+	return a
 }

@@ -1,6 +1,9 @@
 package fleet
 
 import (
+	"context"
+	"runtime"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -102,4 +105,99 @@ func TestHandoverSharesNotCopies(t *testing.T) {
 			t.Errorf("%s has fields outside its oneof: extend handover.Copy", md.FullName())
 		}
 	}
+}
+
+// TestInProcessStreamsHoldNoEdgeGoroutine: on the in-process channel the
+// edge's side of a parked or working attempt stream is detached — no
+// Attempt handler waits beside it — and the stream still works as over
+// the network: work dispatched onto a parked stream arrives, its terminal
+// reaches the edge, the node's reopen parks the stream again, the next
+// work goes on the same stream, and a stream the node ends leaves the
+// edge's parked streams.
+func TestInProcessStreamsHoldNoEdgeGoroutine(t *testing.T) {
+	const streams = 8 // liveSession's capacity
+	e := startHub(t, NodeConfig{ID: "n1", Token: "tok"})
+	c := wire.NewNodeLinkClient(e.hub.InProcess())
+	ctx := t.Context()
+	_, welcome := liveSession(t, ctx, c, "n1", nil)
+	gen := welcome.GetConnectionGeneration()
+	reopen := &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: &wire.AttemptOpen{Parked: true, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: gen}}}
+	var held []wire.NodeLink_AttemptClient
+	var cancels []context.CancelFunc
+	for range streams {
+		sctx, cancel := context.WithCancel(ctx)
+		cancels = append(cancels, cancel)
+		at, err := c.Attempt(withToken(sctx, "tok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := at.Send(reopen); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, at)
+	}
+	type down struct {
+		i   int
+		msg *wire.AttemptDown
+		err error
+	}
+	downs := make(chan down, 2*streams)
+	for i, at := range held {
+		go func() {
+			for {
+				msg, err := at.Recv()
+				downs <- down{i, msg, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	r := pool.Reception{NodeID: "n1", ConnectionGeneration: gen}
+	conn := func() *nodeConn { e.hub.mu.Lock(); defer e.hub.mu.Unlock(); return e.hub.conns["n1"] }
+	wait.Until(t, func() bool { return conn().parkedCount() == streams })
+	wait.Until(t, func() bool { return handlersRunning() == 0 })
+
+	for round := range 3 {
+		work := &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: "transport_status"}}}
+		ac, err := e.hub.Open(ctx, r, work)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		d := <-downs
+		if d.err != nil || d.msg.GetCommand() == nil {
+			t.Fatalf("round %d: work %v %v", round, d.msg, d.err)
+		}
+		at := held[d.i]
+		if n := handlersRunning(); n != 0 {
+			t.Fatalf("round %d: %d Attempt handlers wait beside the working stream", round, n)
+		}
+		terminal := &wire.AttemptUp{Msg: &wire.AttemptUp_Event{Event: &wire.RunEvent{Type: "complete"}}}
+		if err := at.Send(terminal); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ac.Recv(); err != nil || !proto.Equal(got, terminal) {
+			t.Fatalf("round %d: terminal %v %v", round, got, err)
+		}
+		if err := at.Send(reopen); err != nil {
+			t.Fatal(err)
+		}
+		ac.Finish()
+		wait.Until(t, func() bool { return conn().parkedCount() == streams })
+	}
+	wait.Until(t, func() bool { return handlersRunning() == 0 })
+
+	// The node ending a parked stream ends it at the edge too.
+	cancels[0]()
+	wait.Until(t, func() bool { return conn().parkedCount() == streams-1 })
+	if d := <-downs; d.i != 0 || status.Code(d.err) != codes.Canceled {
+		t.Fatalf("the ended stream: %d %v", d.i, d.err)
+	}
+}
+
+// handlersRunning counts goroutines inside the hub's Attempt handler.
+func handlersRunning() int {
+	buf := make([]byte, 1<<22)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "fleet.(*Hub).Attempt(")
 }

@@ -54,7 +54,7 @@ func (c *nodeConn) takeParked() *AttemptConn {
 		a := c.parked[len(c.parked)-1]
 		c.parked[len(c.parked)-1] = nil
 		c.parked = c.parked[:len(c.parked)-1]
-		if a.done.HasFired() || a.stream.Context().Err() != nil {
+		if a.ended() {
 			continue
 		}
 		c.attempts[a] = struct{}{}
@@ -127,7 +127,7 @@ func (h *Hub) watchTakeUp(c *nodeConn, a *AttemptConn) {
 	sent := h.clock.Now().UnixNano()
 	// At least two heartbeat intervals, so a live node has answered one.
 	a.takeUp = h.clock.AfterFunc(max(h.link.OpenTimeout, 2*h.link.HeartbeatInterval), func() {
-		if c.lastPong.Load() > sent || a.done.HasFired() {
+		if c.lastPong.Load() > sent || a.ended() {
 			return
 		}
 		a.notTaken.Store(true)
