@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os/exec"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/internal/testing/e2e"
+	"github.com/iopgw/iop/internal/testing/logbuf"
 	"github.com/iopgw/iop/internal/testing/wall"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -136,7 +138,17 @@ func directWall(t *testing.T, ms []string) target {
 }
 
 func cluster(t *testing.T, path, adapter, providerPath string, ms []string) target {
-	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
+	// The cluster's warnings and errors (a session lost, an ejection) are
+	// shown when the suite fails, so a difference can be told from a
+	// cluster that lost its node under load.
+	logs := &logbuf.Buffer{}
+	t.Cleanup(func() {
+		if t.Failed() && logs.String() != "" {
+			t.Logf("%s cluster's warnings and errors:\n%s", path, logs.String())
+		}
+	})
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c := e2e.Start(t, e2e.Options{Log: log}, func(c *e2e.Cluster) []e2e.NodeSpec {
 		c.Wall.Models = ms
 		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{c.WallProvider("p", adapter, providerPath, ms...)}}}
 	})
