@@ -258,6 +258,32 @@ func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
 	})
 }
 
+// TestAgeTimerFollowsTheYoungerHold: the age timer stays pending when a
+// read or an item sends what is held; a later hold made before it fires
+// leaves at its own age bound — not early at the timer set for the hold
+// that already went, and never later than its bound.
+func TestAgeTimerFollowsTheYoungerHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
+		later := 900 * time.Millisecond
+		p := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
+				Header: map[string][]string{"Content-Type": {"text/event-stream"}}}) // held: the timer is set
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {}\n\n")}) // sends both
+			pause(clk, later)
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: &execution.TokenUsage{TotalTokens: 3}}) // held
+			pause(clk, 250*time.Second)
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+			return nil
+		}}
+		at := timedMessages(t, clk, p, runTunnel)
+		want := []timedMessage{{"response_start+body", 0}, {"usage", later + maxHeldAge}, {"end", later + 250*time.Second}}
+		if !slices.Equal(at, want) {
+			t.Fatalf("messages %+v, want %+v", at, want)
+		}
+	})
+}
+
 type timedMessage struct {
 	shape string
 	after time.Duration // since the attempt started

@@ -282,8 +282,8 @@ type outbound struct {
 
 	mu      sync.Mutex // the provider's read hook and the age timer run outside the emitter's lock
 	co      coalescer
-	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; made once, re-armed per hold
-	armed   bool        // aged is set for what is held now
+	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; made once
+	armed   bool        // aged is pending: it fires by the held items' age bound, or earlier
 	sendErr error
 }
 
@@ -308,7 +308,14 @@ func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
 // terminal calls ended after the terminal item went out (under o.mu:
 // nothing is sent after it).
 func (o *outbound) terminal(is bool) {
-	if is && o.ended != nil {
+	if !is {
+		return
+	}
+	if o.armed {
+		o.aged.Stop()
+		o.armed = false
+	}
+	if o.ended != nil {
 		o.ended()
 	}
 }
@@ -317,17 +324,24 @@ func (o *outbound) terminal(is bool) {
 // the held items leave by their age bound, whether or not another item
 // or read follows: a held item is progress the node's watchdog already
 // counted, and the edge must see it long before its own backstop (a
-// provider's stall timeout plus a margin of seconds) could fire. Under
-// o.mu.
+// provider's stall timeout plus a margin of seconds) could fire. The
+// timer is lazy: a flush leaves it pending, and its firing sends only
+// what has reached the bound (re-arming for the rest), so a stream whose
+// reads flush its items touches the timer about once per maxHeldAge
+// instead of twice per item. Under o.mu.
 func (o *outbound) added(now bool) {
 	if now {
 		o.flush()
 		return
 	}
 	if o.armed {
-		return
+		return // pending for an older hold: it fires no later than this one's bound
 	}
-	d := maxHeldAge - clock.Since(o.clock, o.co.oldest)
+	o.arm(maxHeldAge - clock.Since(o.clock, o.co.oldest))
+}
+
+// arm sets the age timer to fire in d (under o.mu).
+func (o *outbound) arm(d time.Duration) {
 	if o.aged == nil {
 		o.aged = o.clock.AfterFunc(d, o.ageOut)
 	} else {
@@ -336,12 +350,21 @@ func (o *outbound) added(now bool) {
 	o.armed = true
 }
 
-// ageOut is the age timer: what is still held goes out. (A firing that
-// raced a flush and a new hold sends that hold early, never late.)
+// ageOut is the age timer: what is held goes out once it reached the
+// age bound; a younger hold (the one the timer was set for went out
+// since) re-arms it for the rest of its bound, and nothing held lets it
+// rest until the next hold.
 func (o *outbound) ageOut() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.armed = false
+	if len(o.co.events)+len(o.co.frames) == 0 {
+		return
+	}
+	if rest := maxHeldAge - clock.Since(o.clock, o.co.oldest); rest > 0 {
+		o.arm(rest)
+		return
+	}
 	o.flush()
 }
 
@@ -357,10 +380,6 @@ func (o *outbound) beforeRead() {
 
 // flush sends what is held as one message (under o.mu).
 func (o *outbound) flush() {
-	if o.armed {
-		o.aged.Stop()
-		o.armed = false
-	}
 	if m := o.co.take(); m != nil {
 		o.send(func() error { return o.sendMsg(m) })
 	}
