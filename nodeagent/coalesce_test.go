@@ -228,8 +228,7 @@ func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
 		clk := clocktest.New()
 		gap := 299 * time.Second
 		head := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
-			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
-				Header: map[string][]string{"Content-Type": {"text/event-stream"}}})
+			emit.Emit(sseStart())
 			pause(clk, gap)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {}\n\n")})
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
@@ -267,9 +266,9 @@ func TestAgeTimerFollowsTheYoungerHold(t *testing.T) {
 		clk := clocktest.New()
 		later := 900 * time.Millisecond
 		p := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
-			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
-				Header: map[string][]string{"Content-Type": {"text/event-stream"}}}) // held: the timer is set
-			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {}\n\n")}) // sends both
+			// The head is held (the timer is set); the body sends both.
+			emit.Emit(sseStart())
+			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte("data: {}\n\n")})
 			pause(clk, later)
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeUsage, Usage: &execution.TokenUsage{TotalTokens: 3}}) // held
 			pause(clk, 250*time.Second)
@@ -282,6 +281,12 @@ func TestAgeTimerFollowsTheYoungerHold(t *testing.T) {
 			t.Fatalf("messages %+v, want %+v", at, want)
 		}
 	})
+}
+
+// sseStart is the response_start of a 200 event stream.
+func sseStart() execution.ProviderTunnelFrame {
+	return execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200,
+		Header: map[string][]string{"Content-Type": {"text/event-stream"}}}
 }
 
 type timedMessage struct {
