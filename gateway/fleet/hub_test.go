@@ -191,6 +191,12 @@ func TestLateAdvertisementNeverWipesANewerConnection(t *testing.T) {
 	if err != nil || g2 <= g1 {
 		t.Fatal(err)
 	}
+	// The hub sends Welcome before it registers the providers: the late
+	// advertisements come after the newer connection's are in the pool.
+	wait.Until(t, func() bool {
+		snap := e.pool.Snapshot()
+		return len(snap) == 1 && snap[0].ConnectionGeneration == g2
+	})
 	e.hub.readvertise(old, []*wire.ProviderAdvertisement{ad("stale", 4, "m")}, nil)
 	if e.pool.SetNode("n1", g1, []*wire.ProviderAdvertisement{ad("stale", 4, "m")}) {
 		t.Fatal("the pool took an older generation")
