@@ -37,12 +37,13 @@ type stream struct {
 	trailer   metadata.MD
 	sentHead  chan struct{} // closed when the header is sent (first message, SendHeader or the end)
 	headOnce  sync.Once
+	lend      lending // a client's read lent to the handler (Lend)
 }
 
 func newStream(ctx context.Context, copy CopyFunc, method string) *stream {
 	s := &stream{method: method, copy: copy,
 		up: make(chan any, 1), down: make(chan any, 1), closed: make(chan struct{}), done: make(chan struct{}),
-		sentHead: make(chan struct{})}
+		sentHead: make(chan struct{}), lend: lending{offered: make(chan struct{}, 1)}}
 	s.cctx, s.ccancel = context.WithCancel(ctx)
 	s.sctx, s.scancel = serverContext(ctx, (*transportStream)(s))
 	s.stop = context.AfterFunc(s.cctx, s.scancel)
@@ -147,6 +148,14 @@ func (c *clientStream) SendMsg(m any) error {
 	if c.cctx.Err() != nil {
 		return ctxErr(c.cctx)
 	}
+	select { // room in the slot: no three-way select
+	case c.up <- m:
+		return nil
+	default:
+	}
+	if c.lend.stepping.Load() {
+		return errTwoSends // the handler waiting for the slot is the one running this step
+	}
 	select {
 	case c.up <- m:
 		return nil
@@ -238,8 +247,34 @@ func (s *serverStream) SendMsg(m any) error {
 }
 
 // RecvMsg takes the client's next message; io.EOF once it half-closed.
+// While the client lends a step (Lend), a receive that finds no message
+// runs it and looks again.
 func (s *serverStream) RecvMsg(m any) error {
-	return (*stream)(s).take(m, s.up, s.closed, s.sctx, func() error { return io.EOF })
+	st := (*stream)(s)
+	for {
+		select {
+		case v := <-s.up:
+			return s.copy(m, v)
+		default:
+		}
+		if st.step() {
+			continue
+		}
+		select {
+		case v := <-s.up:
+			return s.copy(m, v)
+		case <-s.lend.offered:
+		case <-s.closed:
+			select {
+			case v := <-s.up:
+				return s.copy(m, v)
+			default:
+			}
+			return io.EOF
+		case <-s.sctx.Done():
+			return ctxErr(s.sctx)
+		}
+	}
 }
 
 // transportStream lets a handler use grpc.SetHeader, SendHeader and

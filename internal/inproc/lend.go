@@ -1,0 +1,114 @@
+package inproc
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+)
+
+// Lending: a client whose next messages come out of a blocking read (a
+// body it streams from elsewhere) can lend that read to the handler.
+// Without it every message costs a goroutine handoff: the client's
+// goroutine wakes on its read, hands the message over and the handler's
+// goroutine wakes to take it — on a streamed response, two wakeups per
+// chunk where a plain proxy has one. With it the handler's receive runs
+// the read itself: the goroutine that takes the message is the one the
+// read woke.
+
+// loan is a lent step and what became of it.
+type loan struct {
+	step     func() (done bool)
+	done     chan struct{} // closed once a step reported done (or panicked)
+	panicked any
+}
+
+// lending is a stream's lending state.
+type lending struct {
+	mu       sync.Mutex    // held while a step runs; guards lent
+	lent     *loan         // nil when nothing is lent
+	stepping atomic.Bool   // the handler's receive is running a step
+	offered  chan struct{} // one-slot: wakes a receive waiting when a step is lent
+}
+
+// errTwoSends is what a lent step gets for a second message in one step.
+var errTwoSends = errors.New("in-process channel: a lent step sent a second message before the first was received")
+
+// Lend lends step to the handler of the in-process stream cs (the
+// channel's own client stream, not a generated stub's wrapper): until step
+// reports done, a receive of the handler's that finds no message waiting
+// runs step on its own goroutine, then looks again. step reads once,
+// sends at most one message on cs (a second would wait on the handler
+// running it: it gets an error instead) and reports done at the end of
+// what it reads. While it is lent, nothing else may send on cs.
+//
+// Lend returns once step reported done (complete), or early, without
+// complete, when ctx or the stream ends first — after any step then
+// running returned: the caller goes on with step itself. It returns at
+// once, without complete, for a stream that is not in-process. A panic
+// in a step is raised again in Lend's caller.
+func Lend(ctx context.Context, cs grpc.ClientStream, step func() (done bool)) (complete bool) {
+	c, ok := cs.(*clientStream)
+	if !ok {
+		return false
+	}
+	s := (*stream)(c)
+	l := &loan{step: step, done: make(chan struct{})}
+	s.lend.mu.Lock()
+	s.lend.lent = l
+	s.lend.mu.Unlock()
+	select {
+	case s.lend.offered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+	case <-s.sctx.Done():
+	}
+	s.lend.mu.Lock() // a step running finishes first
+	if s.lend.lent == l {
+		s.lend.lent = nil
+	}
+	s.lend.mu.Unlock()
+	select {
+	case <-l.done:
+		if l.panicked != nil {
+			panic(l.panicked)
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// step runs the lent step, if any, on the receiving goroutine and reports
+// whether one ran.
+func (s *stream) step() bool {
+	s.lend.mu.Lock()
+	defer s.lend.mu.Unlock()
+	l := s.lend.lent
+	if l == nil {
+		return false
+	}
+	s.lend.stepping.Store(true)
+	done := runStep(l)
+	s.lend.stepping.Store(false)
+	if done {
+		s.lend.lent = nil
+		close(l.done)
+	}
+	return true
+}
+
+// runStep runs l's step; a panic in it ends the loan, for Lend to raise.
+func runStep(l *loan) (done bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.panicked, done = v, true
+		}
+	}()
+	return l.step()
+}

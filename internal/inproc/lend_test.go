@@ -1,0 +1,166 @@
+package inproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// goid is the calling goroutine's id, from its stack header.
+func goid() int {
+	b := make([]byte, 64)
+	b = b[:runtime.Stack(b, false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	id, _ := strconv.Atoi(string(b[:bytes.IndexByte(b, ' ')]))
+	return id
+}
+
+// collect is a handler that receives until io.EOF, noting each message
+// and the goroutine it was received on, then reports them.
+func collect(got chan<- []string, gid chan<- int) func(grpc.ServerStream) error {
+	return func(ss grpc.ServerStream) error {
+		gid <- goid()
+		var msgs []string
+		for {
+			m := new(wrapperspb.StringValue)
+			if err := ss.RecvMsg(m); err == io.EOF {
+				got <- msgs
+				return nil
+			} else if err != nil {
+				got <- append(msgs, "error: "+err.Error())
+				return err
+			}
+			msgs = append(msgs, m.GetValue())
+		}
+	}
+}
+
+// A lent step runs on the handler's goroutine, inside its receive: what
+// each step sends is the next message received, in order with what the
+// client sent itself before and after the loan.
+func TestLentStepsRunInTheHandlersReceive(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	handler := <-gid
+	if err := st.Send(wrapperspb.String("head")); err != nil {
+		t.Fatal(err)
+	}
+	n, ran := 0, map[int]bool{}
+	complete := Lend(t.Context(), st.ClientStream, func() bool {
+		ran[goid()] = true
+		n++
+		if n == 4 {
+			return true // the end of what it reads: nothing to send
+		}
+		if err := st.Send(wrapperspb.String("chunk " + strconv.Itoa(n))); err != nil {
+			t.Errorf("a step's send: %v", err)
+		}
+		return false
+	})
+	if !complete {
+		t.Fatal("Lend returned before its step reported done")
+	}
+	if len(ran) != 1 || !ran[handler] {
+		t.Errorf("steps ran on goroutines %v, want only the handler's (%d)", ran, handler)
+	}
+	if err := st.Send(wrapperspb.String("end")); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.CloseSend()
+	want := []string{"head", "chunk 1", "chunk 2", "chunk 3", "end"}
+	if msgs := <-got; !equal(msgs, want) {
+		t.Errorf("received %q, want %q", msgs, want)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A loan no receive takes up ends with the lender's context: Lend returns
+// without complete, and the lender goes on with its step itself.
+func TestLendGivesUpWithItsContext(t *testing.T) {
+	hold := make(chan struct{})
+	st := open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { <-hold; return nil }, nil))
+	defer close(hold)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	ran := 0
+	if Lend(ctx, st.ClientStream, func() bool { ran++; return true }) {
+		t.Fatal("Lend reported complete with no receive to run its step")
+	}
+	if ran != 0 {
+		t.Fatalf("the step ran %d times with no receive", ran)
+	}
+}
+
+// A loan ends with the stream: the handler returning ends it.
+func TestLendEndsWithTheStream(t *testing.T) {
+	st := open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { return nil }, nil))
+	if Lend(t.Context(), st.ClientStream, func() bool { return true }) {
+		t.Fatal("Lend reported complete on a stream whose handler returned without receiving")
+	}
+}
+
+// Two sends in one step would wait on the goroutine running the step: the
+// second gets an error instead of a deadlock.
+func TestSecondSendInAStepIsRefused(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	<-gid
+	var second error
+	Lend(t.Context(), st.ClientStream, func() bool {
+		_ = st.Send(wrapperspb.String("one"))
+		second = st.Send(wrapperspb.String("two"))
+		return true
+	})
+	if !errors.Is(second, errTwoSends) {
+		t.Fatalf("second send in a step: %v, want errTwoSends", second)
+	}
+	_ = st.CloseSend()
+	if msgs := <-got; !equal(msgs, []string{"one"}) {
+		t.Errorf("received %q", msgs)
+	}
+}
+
+// A panic in a step is raised again in Lend's caller, not in the handler.
+func TestPanicInAStepReachesTheLender(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	<-gid
+	defer func() {
+		if v := recover(); v != "boom" {
+			t.Fatalf("recovered %v, want the step's panic", v)
+		}
+		_ = st.CloseSend()
+		if msgs := <-got; len(msgs) != 0 {
+			t.Errorf("the handler received %q", msgs)
+		}
+	}()
+	Lend(t.Context(), st.ClientStream, func() bool { panic("boom") })
+	t.Fatal("Lend returned after its step panicked")
+}
+
+// Lend needs the channel's own client stream.
+func TestLendRefusesOtherStreams(t *testing.T) {
+	var other grpc.ClientStream = &grpc.GenericClientStream[wrapperspb.StringValue, wrapperspb.StringValue]{}
+	if Lend(t.Context(), other, func() bool { t.Fatal("step ran"); return true }) {
+		t.Fatal("Lend took a stream that is not in-process")
+	}
+}
