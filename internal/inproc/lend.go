@@ -23,6 +23,7 @@ type loan struct {
 	step     func() (done bool)
 	done     chan struct{} // closed once a step reported done (or panicked)
 	panicked any
+	recalled atomic.Bool // the lender is taking it back: no step starts
 }
 
 // lending is a stream's lending state.
@@ -68,6 +69,7 @@ func Lend(ctx context.Context, cs grpc.ClientStream, step func() (done bool)) (c
 	case <-ctx.Done():
 	case <-s.sctx.Done():
 	}
+	l.recalled.Store(true)
 	s.lend.mu.Lock() // a step running finishes first
 	if s.lend.lent == l {
 		s.lend.lent = nil
@@ -90,7 +92,7 @@ func (s *stream) step() bool {
 	s.lend.mu.Lock()
 	defer s.lend.mu.Unlock()
 	l := s.lend.lent
-	if l == nil {
+	if l == nil || l.recalled.Load() {
 		return false
 	}
 	s.lend.stepping.Store(true)
