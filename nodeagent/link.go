@@ -246,18 +246,19 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
-	h := held{st: st, ctx: actx, cancel: cancel, inline: endsAttempt(st, cancel)}
+	h := held{st: st, ctx: actx, cancel: cancel, inproc: endsAttempt(st, cancel)}
 	a.carry(ctx, client, sess, log, attempts, h, a.serve(sess, h, down))
 }
 
 // held is an Attempt stream the node holds: its context (cancel ends
-// it) and whether its end cancels that context without a read
-// (endsAttempt).
+// it) and, on the in-process channel, the channel's own stream, whose
+// end cancels that context without a read (endsAttempt) and to whose
+// receiver a provider's reads can be lent (lendReads).
 type held struct {
 	st     wire.NodeLink_AttemptClient
 	ctx    context.Context
 	cancel context.CancelFunc
-	inline bool
+	inproc grpc.ClientStream // nil over the network
 }
 
 // parked keeps one Attempt stream open ahead of work, and runs the work
@@ -270,7 +271,7 @@ func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Se
 		sess.idle.Add(-1) // the stream ended while it waited
 		return
 	}
-	a.carry(ctx, client, sess, log, attempts, held{st: st, ctx: actx, cancel: cancel, inline: endsAttempt(st, cancel)}, down)
+	a.carry(ctx, client, sess, log, attempts, held{st: st, ctx: actx, cancel: cancel, inproc: endsAttempt(st, cancel)}, down)
 }
 
 // carry runs the work that arrived on a parked stream (counted idle),
@@ -341,9 +342,9 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 			drain.Store(&t)
 		}
 	}
-	work := a.start(h.ctx, sess, h.st, down, ended)
+	work := a.start(lendReads(h.ctx, h.inproc), sess, h.st, down, ended)
 	end := sync.OnceFunc(work.end)
-	if h.inline || work.run == nil {
+	if h.inproc != nil || work.run == nil {
 		work.here()
 		end()
 	} else {
@@ -437,22 +438,22 @@ type streamEnd interface {
 }
 
 // endsAttempt arranges for cancel to run when the edge ends st, and
-// reports whether it could: on the in-process channel the edge's end
-// reaches the node as a call, so an attempt needs no goroutine reading
-// the stream beside its provider. A network stream learns of the end
-// only by reading (false). Inline, a provider that ignored its context
+// returns the in-process channel's stream under st if it could: on that
+// channel the edge's end reaches the node as a call, so an attempt needs
+// no goroutine reading the stream beside its provider. A network stream
+// learns of the end only by reading (nil). Inline, a provider that ignored its context
 // would hold the attempt's goroutine, its stream and the session's end
 // (attempts.Wait), where on its own goroutine it held only that; every
 // built-in provider's upstream I/O follows its context.
-func endsAttempt(st wire.NodeLink_AttemptClient, cancel context.CancelFunc) bool {
+func endsAttempt(st wire.NodeLink_AttemptClient, cancel context.CancelFunc) grpc.ClientStream {
 	g, ok := st.(*grpc.GenericClientStream[wire.AttemptUp, wire.AttemptDown])
 	if !ok {
-		return false
+		return nil
 	}
 	e, ok := g.ClientStream.(streamEnd)
 	if !ok {
-		return false
+		return nil
 	}
 	e.AfterEnd(cancel)
-	return true
+	return g.ClientStream
 }

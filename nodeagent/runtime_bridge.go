@@ -254,7 +254,11 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 		path: execution.ExecutionPathProviderTunnel, id: id, desc: desc, provider: p, sess: sess,
 		timeout: time.Duration(timeoutMS) * time.Millisecond, sink: em,
 		exec: func(ctx context.Context) error {
-			return exec(httpx.WithPump(ctx, &httpx.Pump{BeforeRead: out.beforeRead, CopiesBodies: true}), em)
+			pump := &httpx.Pump{BeforeRead: out.beforeRead, CopiesBodies: true}
+			if cs := lenderOf(ctx); cs != nil {
+				pump.Lend = func(step func() bool) bool { return out.lend(ctx, cs, step) }
+			}
+			return exec(httpx.WithPump(ctx, pump), em)
 		},
 		terminal: frameTerminal,
 		stalled: func(v stallVerdict) execution.ProviderTunnelFrame {
@@ -284,6 +288,7 @@ type outbound struct {
 	co      coalescer
 	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; made once
 	armed   bool        // aged is pending: it fires by the held items' age bound, or earlier
+	lending bool        // the provider's reads are lent to the edge (lend): the age timer rests
 	sendErr error
 }
 
@@ -334,8 +339,8 @@ func (o *outbound) added(now bool) {
 		o.flush()
 		return
 	}
-	if o.armed {
-		return // pending for an older hold: it fires no later than this one's bound
+	if o.armed || o.lending {
+		return // pending for an older hold (it fires no later than this one's bound), or lent reads send it
 	}
 	o.arm(maxHeldAge - clock.Since(o.clock, o.co.oldest))
 }
@@ -358,7 +363,7 @@ func (o *outbound) ageOut() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.armed = false
-	if len(o.co.events)+len(o.co.frames) == 0 {
+	if o.lending || len(o.co.events)+len(o.co.frames) == 0 {
 		return
 	}
 	if rest := maxHeldAge - clock.Since(o.clock, o.co.oldest); rest > 0 {

@@ -18,6 +18,21 @@ type Pump struct {
 	// can give back: eventstream.Chunk). Tunnel then emits its read
 	// buffer itself instead of a copy of it: one copy per read, not two.
 	CopiesBodies bool
+	// Lend, when set, may run the reads of Tunnel's body on the goroutine
+	// that takes what they produce (the node's in-process link lends them
+	// to the edge's receive, so a streamed chunk reaches the client with
+	// no goroutine handoff). step reads once, emits what it read and runs
+	// BeforeRead; it reports done at the body's end or a failed read.
+	// Lend returns whether a step reported done; if not (it did not lend,
+	// or gave up), the pump runs step itself until done.
+	Lend func(step func() (done bool)) (complete bool)
+}
+
+// beforeRead runs p's read hook, if any.
+func (p *Pump) beforeRead() {
+	if p.BeforeRead != nil {
+		p.BeforeRead()
+	}
 }
 
 type pumpKey struct{}

@@ -31,29 +31,48 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 	defer resp.Body.Close()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
-	body, copied := hooked(ctx, resp.Body), pumpOf(ctx).CopiesBodies
+	p := pumpOf(ctx)
 	buf := eventstream.NewReadBuf()
 	defer func() { buf.Release() }()
-	for {
-		n, rerr := body.Read(buf.Bytes())
+	var failed error
+	// step reads once and emits what it read; everything emitted has gone
+	// to p.BeforeRead by the next read.
+	step := func() (done bool) {
+		n, rerr := resp.Body.Read(buf.Bytes())
 		if n > 0 {
 			chunk := buf.Bytes()[:n] // the emitter copies it (Pump.CopiesBodies)
-			if !copied {
+			if !p.CopiesBodies {
 				chunk = append([]byte(nil), chunk...)
 			}
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
 			buf.Grow(n)
 		}
-		if errors.Is(rerr, io.EOF) {
-			break
+		switch {
+		case errors.Is(rerr, io.EOF):
+			return true
+		case rerr != nil:
+			failed = readFailure(ctx, resp.StatusCode, rerr)
+			return true
 		}
-		if rerr != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return execution.UpstreamFailure(&execution.UpstreamError{Status: resp.StatusCode, Message: fmt.Sprintf("reading upstream body: %v", rerr)})
+		p.beforeRead()
+		return false
+	}
+	p.beforeRead()
+	if p.Lend == nil || !p.Lend(step) {
+		for !step() {
 		}
+	}
+	if failed != nil {
+		return failed
 	}
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
 	return nil
+}
+
+// readFailure is the error of an upstream body read that failed.
+func readFailure(ctx context.Context, status int, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return execution.UpstreamFailure(&execution.UpstreamError{Status: status, Message: fmt.Sprintf("reading upstream body: %v", err)})
 }
