@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -76,21 +77,9 @@ func TestLentStepsRunInTheHandlersReceive(t *testing.T) {
 	}
 	_ = st.CloseSend()
 	want := []string{"head", "chunk 1", "chunk 2", "chunk 3", "end"}
-	if msgs := <-got; !equal(msgs, want) {
+	if msgs := <-got; !slices.Equal(msgs, want) {
 		t.Errorf("received %q, want %q", msgs, want)
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A loan no receive takes up ends with the lender's context: Lend returns
@@ -134,7 +123,7 @@ func TestSecondSendInAStepIsRefused(t *testing.T) {
 		t.Fatalf("second send in a step: %v, want errTwoSends", second)
 	}
 	_ = st.CloseSend()
-	if msgs := <-got; !equal(msgs, []string{"one"}) {
+	if msgs := <-got; !slices.Equal(msgs, []string{"one"}) {
 		t.Errorf("received %q", msgs)
 	}
 }
