@@ -9,13 +9,16 @@ import (
 
 // TestHeldStreamStack guards what a held stream's goroutines keep of
 // stack on the in-process channel (iop dev): the edge's request goroutine
-// waits in the attempt's receive under net/http, echo, the middlewares,
-// the handler and the runtime, and the runtime halves a stack at a
+// waits in the attempt's receive — in the upstream read the node lends
+// it (inproc.Lend) — under net/http, echo, the middlewares, the handler
+// and the runtime, and the runtime halves a stack at a
 // collection only while the depth in use plus 800 bytes is under a
-// quarter of it. That wait is kept under 3,296 bytes, and the writes
-// above it under 8 KiB, so its stack stays at 8 KiB (or is halved back
-// to it); a frame that grows under them puts 8 KiB back on every held
-// stream (docs/performance.md, "a held stream's wait made shallow").
+// quarter of it. That wait was kept under 3,296 bytes, so a stack grown
+// to 16 KiB halved back to 8 (docs/performance.md, "a held stream's wait
+// made shallow"); in the lent upstream read it is 4.6 KB deep, so the
+// stack stays at 8 KiB only while nothing above the wait outgrows it,
+// as over the network link below: a frame that grows under them puts
+// 8 KiB back on every held stream.
 //
 // It measures the stack in use per held stream beyond the same streams
 // held directly against the upstream: the edge's request goroutine and
