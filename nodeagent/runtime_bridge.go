@@ -255,8 +255,8 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 		timeout: time.Duration(timeoutMS) * time.Millisecond, sink: em,
 		exec: func(ctx context.Context) error {
 			pump := &httpx.Pump{BeforeRead: out.beforeRead, CopiesBodies: true}
-			if cs := lenderOf(ctx); cs != nil {
-				pump.Lend = func(step func() bool) bool { return out.lend(ctx, cs, step) }
+			if l := lenderOf(ctx); l != nil {
+				pump.Lend = func(step func() bool) bool { return out.lend(ctx, l, step) }
 			}
 			return exec(httpx.WithPump(ctx, pump), em)
 		},

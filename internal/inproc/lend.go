@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-
-	"google.golang.org/grpc"
 )
 
 // Lending: a client whose next messages come out of a blocking read (a
@@ -37,9 +35,7 @@ type lending struct {
 // errTwoSends is what a lent step gets for a second message in one step.
 var errTwoSends = errors.New("in-process channel: a lent step sent a second message before the first was received")
 
-// Lend lends step to the handler of the in-process stream cs (the
-// channel's own client stream, not a generated stub's wrapper): until step
-// reports done, a receive of the handler's that finds no message waiting
+// Lend lends step to the stream's handler: until step reports done, a receive of the handler's that finds no message waiting
 // runs step on its own goroutine, then looks again. step reads once,
 // sends at most one message on cs (a second would wait on the handler
 // running it: it gets an error instead) and reports done at the end of
@@ -47,14 +43,10 @@ var errTwoSends = errors.New("in-process channel: a lent step sent a second mess
 //
 // Lend returns once step reported done (complete), or early, without
 // complete, when ctx or the stream ends first — after any step then
-// running returned: the caller goes on with step itself. It returns at
-// once, without complete, for a stream that is not in-process. A panic
-// in a step is raised again in Lend's caller.
-func Lend(ctx context.Context, cs grpc.ClientStream, step func() (done bool)) (complete bool) {
-	c, ok := cs.(*clientStream)
-	if !ok {
-		return false
-	}
+// running returned: the caller goes on with step itself. A panic in a
+// step is raised again in Lend's caller. A caller holding a generated
+// stub's stream reaches it through an interface, as AfterEnd.
+func (c *clientStream) Lend(ctx context.Context, step func() (done bool)) (complete bool) {
 	s := (*stream)(c)
 	l := &loan{step: step, done: make(chan struct{})}
 	s.lend.mu.Lock()

@@ -13,7 +13,7 @@ import (
 )
 
 // On the in-process channel a streamed answer's upstream reads are lent
-// to the edge (inproc.Lend): the edge's request goroutine waits in the
+// to the edge (internal/inproc's Lend): the edge's request goroutine waits in the
 // upstream body read itself, so a chunk reaches the client on the
 // goroutine its read woke, with no handoff between the node's goroutine
 // and the edge's. A held stream shows it: its edge request goroutine is
