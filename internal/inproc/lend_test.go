@@ -146,6 +146,43 @@ func TestPanicInAStepReachesTheLender(t *testing.T) {
 	t.Fatal("Lend returned after its step panicked")
 }
 
+// A loan that ends early waits for the step then running: the lender goes
+// on with its step itself only once no receive is inside it.
+func TestLendEndsAfterTheRunningStep(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	<-gid
+	ctx, cancel := context.WithCancel(t.Context())
+	inStep, release := make(chan struct{}), make(chan struct{})
+	returned := make(chan bool, 1)
+	stepping := false
+	go func() {
+		returned <- lend(st).Lend(ctx, func() bool {
+			stepping = true
+			close(inStep)
+			<-release
+			stepping = false
+			return false
+		})
+	}()
+	<-inStep
+	cancel()
+	select {
+	case <-returned:
+		t.Fatal("Lend returned while its step was running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if <-returned {
+		t.Fatal("Lend reported complete for a step that never reported done")
+	}
+	if stepping {
+		t.Fatal("Lend returned before the step did")
+	}
+	_ = st.CloseSend()
+	<-got
+}
+
 // lend is the channel's own stream under a generated stub's.
 func lend(st *grpc.GenericClientStream[wrapperspb.StringValue, wrapperspb.StringValue]) *clientStream {
 	return st.ClientStream.(*clientStream)
