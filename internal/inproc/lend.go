@@ -35,11 +35,12 @@ type lending struct {
 // errTwoSends is what a lent step gets for a second message in one step.
 var errTwoSends = errors.New("in-process channel: a lent step sent a second message before the first was received")
 
-// Lend lends step to the stream's handler: until step reports done, a receive of the handler's that finds no message waiting
-// runs step on its own goroutine, then looks again. step reads once,
-// sends at most one message on cs (a second would wait on the handler
-// running it: it gets an error instead) and reports done at the end of
-// what it reads. While it is lent, nothing else may send on cs.
+// Lend lends step to the stream's handler: until step reports done, a
+// receive of the handler's that finds no message waiting runs step on
+// its own goroutine, then looks again. step reads once, sends at most one
+// message on the stream (a second would wait on the handler running it:
+// it gets an error instead) and reports done at the end of what it
+// reads. While it is lent, nothing else may send on the stream.
 //
 // Lend returns once step reported done (complete), or early, without
 // complete, when ctx or the stream ends first — after any step then
