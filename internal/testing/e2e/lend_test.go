@@ -82,8 +82,12 @@ func TestLentStreamWithASlowFirstToken(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		rc := http.NewResponseController(w)
-		_ = rc.Flush()                      // the head alone
-		time.Sleep(1200 * time.Millisecond) // past the node's one-second age bound
+		_ = rc.Flush() // the head alone
+		select {
+		case <-time.After(1200 * time.Millisecond): // past the node's one-second age bound
+		case <-r.Context().Done():
+			return
+		}
 		for _, c := range chunks {
 			_, _ = io.WriteString(w, c)
 			_ = rc.Flush()
