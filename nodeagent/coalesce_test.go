@@ -234,10 +234,7 @@ func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
 			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
 			return nil
 		}}
-		at := timedMessages(t, clk, head, func(b *Bridge, send func(*wire.AttemptUp) error) {
-			b.Tunnel(context.Background(), nil, &wire.ProviderTunnelRequest{RunId: "r", AttemptId: "a", ProviderId: "p1", Model: "llama3.2",
-				ResponseStallTimeoutMs: 300000}, send)
-		})
+		at := timedMessages(t, clk, head, runTunnel) // the default stall timeout: 300 s
 		if len(at) == 0 || at[0].shape != "response_start" || at[0].after > maxHeldAge {
 			t.Fatalf("tunnel messages %+v: the head must leave within %v", at, maxHeldAge)
 		}
