@@ -68,9 +68,14 @@ func permits(rules []string, imp string) bool {
 // TestImportRule: every package's non-test imports of this module follow
 // its layer's rule, and no product package imports test support.
 func TestImportRule(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", module+"...").CombinedOutput()
+	// Standard output only: the go command reports module downloads on
+	// standard error, and a "go: downloading" line is no package.
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", module+"...")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, imports, _ := strings.Cut(line, ":")
