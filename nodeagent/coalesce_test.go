@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/clock"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/internal/testing/clocktest"
 	"github.com/iopgw/iop/nodeagent/providers/openai"
 	"github.com/iopgw/iop/wire"
@@ -126,7 +126,7 @@ func runStream(stream bool) func(*Bridge, func(*wire.AttemptUp) error) {
 // whatever was held: a head held while the upstream went silent reaches
 // the edge with the stall terminal, in order.
 func TestHeldItemsBounded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		slow := &funcProvider{exec: func(_ context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeDelta, Delta: "first"})
@@ -224,7 +224,7 @@ func TestOneReadOneMessage(t *testing.T) {
 // (stall timeout + margin) never cuts an attempt the watchdog saw
 // progressing. Fake time: the gaps are the 250 s and 299 s seen.
 func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		gap := 299 * time.Second
 		head := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
@@ -259,7 +259,7 @@ func TestHeldProgressLeavesByItsAgeBound(t *testing.T) {
 // leaves at its own age bound — not early at the timer set for the hold
 // that already went, and never later than its bound.
 func TestAgeTimerFollowsTheYoungerHold(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		later := 900 * time.Millisecond
 		p := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {

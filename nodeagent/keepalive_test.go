@@ -4,13 +4,13 @@ import (
 	"context"
 	"net"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -28,7 +28,7 @@ func TestKeepaliveIdleThirtyMinutes(t *testing.T) {
 		{"misconfigured edge", 20 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble.Test(t, func(t *testing.T) {
 				lis := bufconn.Listen(1 << 16)
 				edge := newFakeEdge()
 				srv := grpc.NewServer(grpc.KeepaliveParams(wire.EdgeKeepalive),

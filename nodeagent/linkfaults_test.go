@@ -8,12 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -68,7 +68,7 @@ func startAgent(t *testing.T, cfg Config, dial func(context.Context, string) (ne
 // notices on its own and is back on a fresh connection within its ping
 // interval + timeout + 1 s.
 func TestBlackHoledLinkDetected(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		lis := bufconn.Listen(1 << 16)
 		edge := newFakeEdge()
 		srv := grpc.NewServer(wire.EdgeServerOptions()...)
@@ -121,7 +121,7 @@ func TestEdgeRestartReconnect(t *testing.T) {
 	const nodes = 100
 	for _, d := range []time.Duration{500 * time.Millisecond, 5 * time.Second, 60 * time.Second} {
 		t.Run(d.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble.Test(t, func(t *testing.T) {
 				edge := newFakeEdge()
 				var cur atomic.Pointer[bufconn.Listener]
 				serve := func() *grpc.Server {

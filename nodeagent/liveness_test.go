@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/clock"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/internal/testing/clocktest"
 	"github.com/iopgw/iop/wire"
 )
@@ -187,7 +187,7 @@ func stallMeta(t *testing.T, ev *wire.RunEvent) map[string]string {
 // claimed exactly 300 s after the last progress and, with a prompt fence
 // and probe, the terminal follows at that same instant.
 func TestWatchdogDefaultsExact(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(clk, 3, 10*time.Second)}, probe: availableProbe(execution.HealthAvailable)}
 		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
@@ -215,7 +215,7 @@ func TestWatchdogDefaultsExact(t *testing.T) {
 // TestWatchdogProbeBoundedAtFiveSeconds: a probe that never answers is cut
 // at exactly 5 s and the terminal is health_unknown/unknown.
 func TestWatchdogProbeBoundedAtFiveSeconds(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		hang := make(chan struct{})
 		defer close(hang)
@@ -241,7 +241,7 @@ func TestWatchdogProbeBoundedAtFiveSeconds(t *testing.T) {
 // TestWatchdogDripNeverTrips: progress every 299 s never trips a 300 s
 // watchdog.
 func TestWatchdogDripNeverTrips(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		p := &funcProvider{exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			for range 5 {
@@ -263,7 +263,7 @@ func TestWatchdogDripNeverTrips(t *testing.T) {
 // TestWatchdogStartIsNotProgress: a provider silent before its first byte
 // — accepted, started, but nothing after — stalls 300 s after admission.
 func TestWatchdogStartIsNotProgress(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		p := &funcProvider{exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			pause(clk, 100*time.Second)
@@ -290,7 +290,7 @@ func TestWatchdogStartIsNotProgress(t *testing.T) {
 // TestWatchdogTunnelHeadersThenSilence: response_start is progress; a
 // tunnel silent after it stalls 300 s later.
 func TestWatchdogTunnelHeadersThenSilence(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		p := &funcProvider{tunnel: func(ctx context.Context, _ *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
 			pause(clk, 7*time.Second)
@@ -352,7 +352,7 @@ func TestWatchdogProbeOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble.Test(t, func(t *testing.T) {
 				clk := clocktest.New()
 				fp := &funcProvider{exec: tokensThenStall(clk, 1, time.Second)}
 				var p execution.Provider = fp
@@ -375,7 +375,7 @@ func TestWatchdogProbeOutcomes(t *testing.T) {
 // the grace leaves the fence unconfirmed and Retryable false, and its late
 // output never reaches the edge.
 func TestWatchdogFenceUnconfirmed(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		var late atomic.Int32
 		returned := make(chan struct{})
@@ -418,7 +418,7 @@ func TestWatchdogFenceUnconfirmed(t *testing.T) {
 // TestWatchdogTerminalRace: a provider terminal racing the stall claim at
 // the same instant yields exactly one terminal, 10,000 times.
 func TestWatchdogTerminalRace(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		p := &funcProvider{exec: func(ctx context.Context, _ *execution.RunRequest, emit *execution.Emitter) error {
 			pause(nil, time.Millisecond) // exactly the stall timeout: two timers of the bubble race
 			emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete})
@@ -446,7 +446,7 @@ func TestWatchdogTerminalRace(t *testing.T) {
 // series of each collector and writes one log record with exactly the
 // documented fields; no prompt text or credential appears.
 func TestNodeLivenessObservability(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		p := &probingProvider{funcProvider: &funcProvider{exec: tokensThenStall(clk, 2, time.Second)}, probe: availableProbe(execution.HealthUnavailable)}
 		env := newBridgeEnv(t, p, DefaultCloseGrace, clk)
@@ -499,7 +499,7 @@ type panicObserver struct{}
 func (panicObserver) ObserveStall(StallObservation) { panic("observer down") }
 
 func TestObserverFailureNeverSuppressesTerminal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		r := execution.NewRegistry()
 		_ = r.Register(execution.ProviderDescriptor{ProviderID: "p1", Adapter: "sim", Target: "llama3.2"}, &funcProvider{exec: tokensThenStall(nil, 0, 0)})
 		b := NewBridge(BridgeConfig{Registry: r, Observer: panicObserver{}})

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/internal/testing/logbuf"
 	"github.com/iopgw/iop/surface"
 )
@@ -29,7 +29,7 @@ func chainRun(t *testing.T, w *world, pol RetryPolicy, fallbacks []string, log *
 	t.Helper()
 	var dispatched []string
 	rec := httptest.NewRecorder()
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w.tries = map[string]int{}
 		cfg := Config{Dispatcher: w, Log: log, Metrics: testMetrics, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
 		req := &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: fallbacks, Snapshot: []byte("{}"), RequestID: "req_SENTINEL",

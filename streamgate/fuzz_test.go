@@ -12,13 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/internal/testing/streamcheck"
 	"github.com/iopgw/iop/surface"
 
@@ -152,7 +152,7 @@ func FuzzAttemptLifecycle(f *testing.F) {
 		if len(scripts) > 8 {
 			scripts = scripts[:8]
 		}
-		synctest.Test(t, func(t *testing.T) {
+		bubble.Test(t, func(t *testing.T) {
 			d := &scriptDispatcher{scripts: scripts, alternates: int(flags>>2) & 1}
 			budget := NewBudget(BudgetConfig{}, nil)
 			if flags&32 != 0 { // the shared budget is used up by others

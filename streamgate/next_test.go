@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/surface"
 )
 
@@ -58,7 +58,7 @@ func TestNext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble.Test(t, func(t *testing.T) {
 				if got := decideOnce(tt.o, tt.committed, tt.alternates, tt.fallback, tt.retriesSpent, tt.sideEffects); got != tt.want {
 					t.Fatalf("next: %q, want %q", got, tt.want)
 				}

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/surface"
 )
 
@@ -88,7 +88,7 @@ func answer(text string) *fakeAttempt {
 // body and the fake time it took.
 func policyRun(t *testing.T, w *world, pol RetryPolicy) (log []string, body string, took time.Duration) {
 	t.Helper()
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w.tries, w.t0 = map[string]int{}, time.Now()
 		cfg := Config{Dispatcher: w, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
 		req := &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),

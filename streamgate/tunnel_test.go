@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/internal/testing/clocktest"
 	"github.com/iopgw/iop/surface"
 )
@@ -159,7 +160,7 @@ func TestCommitHoldWidensReplayWindow(t *testing.T) {
 // more events come — on the runtime's clock (synctest only waits for the
 // goroutines to settle).
 func TestHoldReleasesOnDelay(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: []Item{delta("x")}, hang: true}}}
 		cfg := Config{Dispatcher: d, Clock: clk, Hold: HoldConfig{MaxEvents: 100, MaxDelay: 50 * time.Millisecond}}.WithDefaults()

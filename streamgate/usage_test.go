@@ -5,10 +5,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/surface"
 )
 
@@ -92,7 +92,7 @@ func TestResumedUsageCountsEveryAttempt(t *testing.T) {
 			Usage: &execution.TokenUsage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}})}}
 	}
 	var sum *Summary
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w.tries = map[string]int{}
 		cfg := Config{Dispatcher: w, Metrics: testMetrics, Policy: func(string) RetryPolicy { return pol }}.WithDefaults()
 		req := &Request{Surface: surface.Chat, Stream: true, Model: "p", Fallbacks: []string{"f"}, Snapshot: []byte("{}"),

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/internal/testing/clocktest"
 )
 
@@ -17,7 +18,7 @@ import (
 // on a change only once the file kept it for a whole interval, so a file
 // caught in the middle of a non-atomic write is never loaded.
 func TestWatchReloadsOnlyAStableFile(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "gateway.yaml")
 		write := func(s string) {
 			if err := os.WriteFile(path, []byte(s), 0o600); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -298,7 +299,7 @@ func TestProviderHealthObservabilityDoesNotExposeSentinels(t *testing.T) {
 // TestObserverBlockingHoldsNoLock: a blocking observer delays its caller
 // but neither holds the pool lock nor changes the finalized transition.
 func TestObserverBlockingHoldsNoLock(t *testing.T) {
-	synctest.Test(t, testObserverBlockingHoldsNoLock)
+	bubble.Test(t, testObserverBlockingHoldsNoLock)
 }
 
 func testObserverBlockingHoldsNoLock(t *testing.T) {

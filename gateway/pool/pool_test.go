@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/streamgate"
 	"github.com/iopgw/iop/wire"
 )
@@ -93,7 +94,7 @@ func TestPoolLeastLoadedThenPriority(t *testing.T) {
 // in order, the queue bound refuses a third, the wait bound times out at
 // exactly max_wait, and a cancelled waiter is never served.
 func TestPoolQueueFIFOTimeoutAndCancel(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		p := testPool(2, 300*time.Millisecond)
 		p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m")})
 		ctx := context.Background()
@@ -151,7 +152,7 @@ func TestPoolQueueFIFOTimeoutAndCancel(t *testing.T) {
 // TestQueuedReResolutionUsesAvoidance: a queued request keeps its
 // avoidance filter when slots free up.
 func TestQueuedReResolutionUsesAvoidance(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		p := testPool(8, 2*time.Second)
 		p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 1, "m"), ad("b", 1, "m")})
 		ctx := context.Background()
@@ -191,7 +192,7 @@ func TestQueuedReResolutionUsesAvoidance(t *testing.T) {
 // release never takes effect, and every started attempt ends exactly once.
 // It runs in fake time, so queue timeouts cost nothing.
 func TestLeaseProperty(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		for seed := range uint64(10000) {
 			leasePropertyRun(t, seed)
 		}

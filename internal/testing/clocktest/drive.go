@@ -13,7 +13,7 @@ import (
 // the machine. Timers run on a goroutine of their own, so one that waits
 // for a later timer (a close grace after a stall) does not stop the
 // clock. f blocked with no timer armed fails the test. Drive must be
-// called inside synctest.Test.
+// called inside a synctest bubble (bubble.Test).
 func (m *Manual) Drive(t testing.TB, f func()) {
 	t.Helper()
 	done := make(chan struct{})
