@@ -115,7 +115,16 @@ func FuzzAttemptDown(f *testing.F) {
 		rec := &upRecorder{}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		a.start(ctx, nil, rec, down, nil).wait(ctx)
+		// As serve does over the network: the provider on a goroutine of
+		// its own, the attempt ended at its terminal. A terminal that only
+		// the 10 s bound ended is a failure: the provider never ran.
+		var providers sync.WaitGroup
+		s := a.start(ctx, nil, rec, down, nil)
+		s.background(&providers).wait(ctx)
+		providers.Wait()
+		if ctx.Err() != nil {
+			t.Fatalf("no terminal within 10 s for %v: %v", down, rec.ups)
+		}
 		if n, after := rec.endings(); n != 1 || after {
 			t.Fatalf("%d endings (messages after one: %v) for %v: %v", n, after, down, rec.ups)
 		}
