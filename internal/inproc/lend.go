@@ -22,6 +22,12 @@ type loan struct {
 	done     chan struct{} // closed once a step reported done (or panicked)
 	panicked any
 	recalled atomic.Bool // the lender is taking it back: no step starts
+
+	// A handed loan's (Hand): what runs at its end, once, and the
+	// watchers of the lender's context and the stream that end it early.
+	after func(complete bool, panicked any)
+	ended sync.Once
+	stops [2]func() bool
 }
 
 // lending is a stream's lending state.
@@ -79,6 +85,54 @@ func (c *clientStream) Lend(ctx context.Context, step func() (done bool)) (compl
 	}
 }
 
+// Hand lends step as Lend does, without waiting for the loan's end: it
+// returns at once, and after runs once, on a goroutine of its own, when a
+// step reported done (complete; panicked is a step's panic, if one
+// panicked) or when ctx or the stream ended first — after any step then
+// running returned (not complete: after goes on with step itself). The
+// lender's goroutine is free meanwhile: a loan as long as a streamed
+// answer keeps no goroutine of the client's until it ends.
+func (c *clientStream) Hand(ctx context.Context, step func() (done bool), after func(complete bool, panicked any)) {
+	s := (*stream)(c)
+	l := &loan{step: step, done: make(chan struct{}), after: after}
+	s.lend.mu.Lock() // the watchers are set before a step can end the loan
+	l.stops[0] = context.AfterFunc(ctx, func() { s.recall(l) })
+	l.stops[1] = context.AfterFunc(s.sctx, func() { s.recall(l) })
+	s.lend.lent = l
+	s.lend.mu.Unlock()
+	select {
+	case s.lend.offered <- struct{}{}:
+	default:
+	}
+}
+
+// recall takes a handed loan back once the step running, if any,
+// returned, and ends it.
+func (s *stream) recall(l *loan) {
+	l.recalled.Store(true)
+	s.lend.mu.Lock()
+	if s.lend.lent == l {
+		s.lend.lent = nil
+	}
+	s.lend.mu.Unlock()
+	select {
+	case <-l.done:
+		l.end(true)
+	default:
+		l.end(false)
+	}
+}
+
+// end runs a handed loan's after, once.
+func (l *loan) end(complete bool) {
+	l.ended.Do(func() {
+		for _, stop := range l.stops {
+			stop()
+		}
+		go l.after(complete, l.panicked)
+	})
+}
+
 // step runs the lent step, if any, on the receiving goroutine and reports
 // whether one ran.
 func (s *stream) step() bool {
@@ -94,6 +148,9 @@ func (s *stream) step() bool {
 	if done {
 		s.lend.lent = nil
 		close(l.done)
+		if l.after != nil {
+			l.end(true)
+		}
 	}
 	return true
 }

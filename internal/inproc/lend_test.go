@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +187,142 @@ func TestLendEndsAfterTheRunningStep(t *testing.T) {
 // lend is the channel's own stream under a generated stub's.
 func lend(st *grpc.GenericClientStream[wrapperspb.StringValue, wrapperspb.StringValue]) *clientStream {
 	return st.ClientStream.(*clientStream)
+}
+
+// handed is what a handed loan's after was called with, and where.
+type handed struct {
+	complete bool
+	panicked any
+	gid      int
+}
+
+func handInto(c chan<- handed) func(bool, any) {
+	return func(complete bool, panicked any) { c <- handed{complete, panicked, goid()} }
+}
+
+// A handed loan returns at once: its steps run in the handler's receive
+// as a lent loan's do, and its end runs after, once, on a goroutine of
+// its own — which may go on sending on the stream.
+func TestHandedStepsRunWithoutTheLender(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	handler := <-gid
+	release := make(chan struct{})
+	ends := make(chan handed, 2)
+	n, ran := 0, map[int]bool{}
+	lend(st).Hand(t.Context(), func() bool {
+		<-release // no step before Hand returned
+		ran[goid()] = true
+		n++
+		if n == 3 {
+			return true
+		}
+		if err := st.Send(wrapperspb.String("chunk " + strconv.Itoa(n))); err != nil {
+			t.Errorf("a step's send: %v", err)
+		}
+		return false
+	}, func(complete bool, panicked any) {
+		ends <- handed{complete, panicked, goid()}
+		if err := st.Send(wrapperspb.String("end")); err != nil {
+			t.Errorf("after's send: %v", err)
+		}
+		_ = st.CloseSend()
+	})
+	close(release)
+	e := <-ends
+	if !e.complete || e.panicked != nil || e.gid == handler || e.gid == goid() {
+		t.Errorf("after: %+v (handler %d, lender %d)", e, handler, goid())
+	}
+	if len(ran) != 1 || !ran[handler] {
+		t.Errorf("steps ran on goroutines %v, want only the handler's (%d)", ran, handler)
+	}
+	if msgs := <-got; !slices.Equal(msgs, []string{"chunk 1", "chunk 2", "end"}) {
+		t.Errorf("received %q", msgs)
+	}
+	select {
+	case e := <-ends:
+		t.Errorf("after ran twice: %+v", e)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// A handed loan no receive takes up ends with the lender's context, and
+// one whose stream ends, with the stream: after, not complete, no step.
+func TestHandedLoanEndsWithItsContextOrStream(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	ran := 0
+	step := func() bool { ran++; return true }
+
+	st := open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { <-hold; return nil }, nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	ends := make(chan handed, 1)
+	lend(st).Hand(ctx, step, handInto(ends))
+	cancel()
+	if e := <-ends; e.complete || e.panicked != nil {
+		t.Errorf("after its context: %+v", e)
+	}
+
+	st = open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { return nil }, nil))
+	lend(st).Hand(t.Context(), step, handInto(ends))
+	if e := <-ends; e.complete || e.panicked != nil {
+		t.Errorf("after its stream: %+v", e)
+	}
+	if ran != 0 {
+		t.Errorf("steps ran %d times with no receive", ran)
+	}
+}
+
+// A panic in a handed step ends the loan: after gets it, the handler
+// does not.
+func TestPanicInAHandedStepReachesAfter(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	<-gid
+	ends := make(chan handed, 1)
+	lend(st).Hand(t.Context(), func() bool { panic("boom") }, handInto(ends))
+	if e := <-ends; !e.complete || e.panicked != "boom" {
+		t.Errorf("after: %+v, want the step's panic", e)
+	}
+	_ = st.CloseSend()
+	if msgs := <-got; len(msgs) != 0 {
+		t.Errorf("the handler received %q", msgs)
+	}
+}
+
+// A handed loan taken back while a step runs ends after that step
+// returned.
+func TestHandedLoanEndsAfterTheRunningStep(t *testing.T) {
+	got, gid := make(chan []string, 1), make(chan int, 1)
+	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
+	<-gid
+	ctx, cancel := context.WithCancel(t.Context())
+	inStep, release := make(chan struct{}), make(chan struct{})
+	var stepping atomic.Bool
+	ends := make(chan handed, 1)
+	lend(st).Hand(ctx, func() bool {
+		stepping.Store(true)
+		close(inStep)
+		<-release
+		stepping.Store(false)
+		return false
+	}, func(complete bool, panicked any) {
+		if stepping.Load() {
+			t.Error("after ran while the step was running")
+		}
+		ends <- handed{complete, panicked, goid()}
+	})
+	<-inStep
+	cancel()
+	select {
+	case <-ends:
+		t.Fatal("the loan ended while its step was running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if e := <-ends; e.complete {
+		t.Errorf("after: %+v, for a step that never reported done", e)
+	}
+	_ = st.CloseSend()
+	<-got
 }
