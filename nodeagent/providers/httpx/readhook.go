@@ -26,6 +26,14 @@ type Pump struct {
 	// Lend returns whether a step reported done; if not (it did not lend,
 	// or gave up), the pump runs step itself until done.
 	Lend func(step func() (done bool)) (complete bool)
+	// Hand, when set, may take Tunnel's body reads and its end off the
+	// calling goroutine altogether: it reports whether it took them, and
+	// Tunnel then returns ErrHanded at once. The taker runs steps as
+	// Lend's, and at the loan's end calls tail(complete) — which runs the
+	// remaining steps when not complete, ends the tunnel (the end frame
+	// or the read failure), closes the body and returns Tunnel's result —
+	// or, when a step panicked, abort, which only closes the body.
+	Hand func(step func() (done bool), tail func(complete bool) error, abort func()) (taken bool)
 }
 
 // beforeRead runs p's read hook, if any.

@@ -20,6 +20,8 @@ import (
 // error frame — never a tidy end — and a request that cannot be sent
 // becomes an error frame before any response_start. A body frame's bytes
 // are the receiver's, unless ctx's Pump says the emitter copies them.
+// The reads may run elsewhere (the Pump's Lend), and with them the
+// tunnel's end (its Hand: Tunnel then returns ErrHanded at once).
 func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execution.FrameEmitter) error {
 	resp, err := c.Do(req)
 	if err != nil {
@@ -28,12 +30,20 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 		}
 		return Unreachable(err)
 	}
-	defer resp.Body.Close()
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
-		Header: httphdr.FromUpstream(resp.Header)})
 	p := pumpOf(ctx)
 	buf := eventstream.NewReadBuf()
-	defer func() { buf.Release() }()
+	release := func() {
+		buf.Release()
+		_ = resp.Body.Close()
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			release()
+		}
+	}()
+	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
+		Header: httphdr.FromUpstream(resp.Header)})
 	var failed error
 	// step reads once and emits what it read; everything emitted has gone
 	// to p.BeforeRead by the next read.
@@ -57,17 +67,37 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 		p.beforeRead()
 		return false
 	}
+	// end is the tunnel's end once the body's reads are over: the read
+	// failure, or the end frame.
+	end := func() error {
+		if failed != nil {
+			return failed
+		}
+		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+		return nil
+	}
 	p.beforeRead()
+	if p.Hand != nil && p.Hand(step, func(complete bool) error {
+		for !complete {
+			complete = step()
+		}
+		err := end()
+		release()
+		return err
+	}, release) {
+		handed = true
+		return ErrHanded
+	}
 	if p.Lend == nil || !p.Lend(step) {
 		for !step() {
 		}
 	}
-	if failed != nil {
-		return failed
-	}
-	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
-	return nil
+	return end()
 }
+
+// ErrHanded is Tunnel's result when its Pump's Hand took the body's reads
+// and the tunnel's end: its real result is what Hand's tail returns.
+var ErrHanded = errors.New("httpx: the tunnel's reads were handed over")
 
 // readFailure is the error of an upstream body read that failed.
 func readFailure(ctx context.Context, status int, err error) error {

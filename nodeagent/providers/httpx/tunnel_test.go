@@ -37,6 +37,18 @@ func pacedSSE(next <-chan struct{}) http.Handler {
 	})
 }
 
+// oneEventThenCut answers with one event and cuts the connection mid-body.
+func oneEventThenCut(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = fmt.Fprint(w, "data: 0\n\n")
+	_ = http.NewResponseController(w).Flush()
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		_ = conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}
+}
+
 // tunnelRecord runs Tunnel against url under pump and records, in order,
 // the frames emitted and each read hook ("hook"); every hook asks the
 // upstream for its next event.
@@ -120,16 +132,7 @@ func TestTunnelGoesOnAfterAnUnfinishedLoan(t *testing.T) {
 // A read that fails in a lent step fails the tunnel as it would unlent:
 // an upstream failure, never a tidy end.
 func TestLentReadFailureIsTheTunnels(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = fmt.Fprint(w, "data: 0\n\n")
-		_ = http.NewResponseController(w).Flush()
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
-			_ = conn.(*net.TCPConn).SetLinger(0)
-			conn.Close() // cut mid-body
-		}
-	}))
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { oneEventThenCut(w) }))
 	defer up.Close()
 	var frames []execution.FrameType
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) { frames = append(frames, f.Type) })
@@ -146,5 +149,87 @@ func TestLentReadFailureIsTheTunnels(t *testing.T) {
 	}
 	if slices.Contains(frames, execution.FrameTypeEnd) {
 		t.Fatalf("frames %v end tidily", frames)
+	}
+}
+
+// A handed tunnel returns ErrHanded at once; the taker's steps read the
+// body as a lent tunnel's do, and the tail — complete or not — ends it:
+// the rest of the reads, the end frame, the tunnel's result.
+func TestHandedTunnelEndsInItsTail(t *testing.T) {
+	for _, complete := range []bool{true, false} {
+		t.Run(fmt.Sprintf("complete=%v", complete), func(t *testing.T) {
+			next := make(chan struct{}, 1)
+			up := httptest.NewServer(pacedSSE(next))
+			defer up.Close()
+			var got []string
+			result := make(chan error, 1)
+			pump := &Pump{Hand: func(step func() bool, tail func(bool) error, abort func()) bool {
+				go func() { // the edge's receive runs the steps; a goroutine of its own the tail
+					done := step() // one read
+					for complete && !done {
+						done = step()
+					}
+					got = append(got, "tail")
+					result <- tail(done)
+				}()
+				return true
+			}}
+			if err := tunnelRecord(t, up.URL, pump, next, &got); !errors.Is(err, ErrHanded) {
+				t.Fatalf("Tunnel returned %v, want ErrHanded", err)
+			}
+			if err := <-result; err != nil {
+				t.Fatalf("tail: %v", err)
+			}
+			want := []string{"response_start:", "hook", "body:data: 0", "hook", "body:data: 1", "hook", "body:data: 2", "hook", "tail", "end:"}
+			if !complete {
+				want = []string{"response_start:", "hook", "body:data: 0", "hook", "tail", "body:data: 1", "hook", "body:data: 2", "hook", "end:"}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("frames, hooks and tail %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A handed tunnel whose body is cut fails in its tail, never a tidy end;
+// abort (a step's panic) closes the body without ending the tunnel.
+func TestHandedTunnelFailureAndAbort(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/cut" {
+			oneEventThenCut(w)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprint(w, "data: 0\n\n")
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done() // held until the client closes the body
+	}))
+	defer up.Close()
+	var frames []execution.FrameType
+	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) { frames = append(frames, f.Type) })
+	result := make(chan error, 1)
+	req, _ := http.NewRequest(http.MethodPost, up.URL+"/cut", nil)
+	err := Tunnel(WithPump(context.Background(), &Pump{Hand: func(step func() bool, tail func(bool) error, _ func()) bool {
+		go func() { result <- tail(false) }()
+		return true
+	}}), http.DefaultClient, req, em)
+	var f *execution.ExecutionFailure
+	if err = <-result; !errors.As(err, &f) || f.Code != execution.FailureCodeUpstreamError || slices.Contains(frames, execution.FrameTypeEnd) {
+		t.Fatalf("a cut body: %v, frames %v; want an upstream failure, no end", err, frames)
+	}
+
+	frames = nil
+	aborted := make(chan struct{})
+	req, _ = http.NewRequest(http.MethodPost, up.URL+"/held", nil)
+	err = Tunnel(WithPump(context.Background(), &Pump{Hand: func(step func() bool, _ func(bool) error, abort func()) bool {
+		go func() { step(); abort(); close(aborted) }()
+		return true
+	}}), http.DefaultClient, req, em)
+	if !errors.Is(err, ErrHanded) {
+		t.Fatalf("Tunnel returned %v, want ErrHanded", err)
+	}
+	<-aborted // the held upstream returns only once abort closed the body
+	if slices.Contains(frames, execution.FrameTypeEnd) {
+		t.Fatalf("frames %v after abort", frames)
 	}
 }
