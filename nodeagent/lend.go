@@ -2,8 +2,11 @@ package nodeagent
 
 import (
 	"context"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
+
+	"github.com/iopgw/iop/wire"
 )
 
 // Lent reads: on the in-process channel a streamed answer's upstream
@@ -13,8 +16,9 @@ import (
 // to the edge's, which must wake to take it: two goroutine wakeups per
 // chunk where a proxy has one. Lent, the edge's receive runs the read,
 // the node's emitter and coalescer run inside it as they would here, and
-// the message it produces is taken on the goroutine the read woke; the
-// attempt's goroutine waits for the body's end and sends the rest.
+// the message it produces is taken on the goroutine the read woke. A
+// tunnel's reads are handed over besides (hand, below): the attempt's
+// goroutine does not wait for the body's end.
 
 // streamLender is a client stream that lends a read to its receiver:
 // the in-process channel's (internal/inproc).
@@ -47,9 +51,19 @@ func lenderOf(ctx context.Context) streamLender {
 // sends what its read produced before it returns and nothing else sends,
 // so the age timer rests: a step is the only sender Lend allows.
 func (o *outbound) lend(ctx context.Context, l streamLender, step func() bool) bool {
+	if !o.startLending() {
+		return false
+	}
+	defer o.stopLending()
+	return l.Lend(ctx, step)
+}
+
+// startLending rests the age timer for a loan of the provider's reads,
+// unless the answer goes whole or the edge has given up on it.
+func (o *outbound) startLending() bool {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.co.whole || o.sendErr != nil {
-		o.mu.Unlock()
 		return false
 	}
 	o.lending = true
@@ -57,11 +71,100 @@ func (o *outbound) lend(ctx context.Context, l streamLender, step func() bool) b
 		o.aged.Stop()
 		o.armed = false
 	}
+	return true
+}
+
+// stopLending ends a loan: what is held again waits on the age timer.
+func (o *outbound) stopLending() {
+	o.mu.Lock()
+	o.lending = false
 	o.mu.Unlock()
-	defer func() {
-		o.mu.Lock()
-		o.lending = false
-		o.mu.Unlock()
-	}()
-	return l.Lend(ctx, step)
+}
+
+// Handed reads: on the in-process channel a streamed tunnel answer's
+// reads are not only lent, they are handed over (internal/inproc's
+// Hand): the attempt's goroutine does not wait for the body's end but
+// returns, and the end of the attempt — the provider's terminal, the
+// attempt's end, the wait for the stream's next work — runs on a
+// goroutine started when the reads end. A held stream then costs the node
+// no goroutine at all.
+
+// streamHander is a client stream that hands its reads over to its
+// receiver: the in-process channel's.
+type streamHander interface {
+	Hand(ctx context.Context, step func() (done bool), after func(complete bool, panicked any))
+}
+
+// handover joins an attempt whose reads were handed over: the attempt's
+// goroutine leaves its ends (set before it arrives) and the reads' end
+// brings the tunnel's result; whichever arrives second runs the rest.
+type handover struct {
+	taken    atomic.Bool                  // the provider's reads were handed over
+	runEnd   func(error)                  // startAttempt's: the terminal for the provider's result
+	serveEnd func() *wire.AttemptDown     // serve's: the attempt's end, then the stream's next work
+	rest     func(next *wire.AttemptDown) // carry's: the stream's next work, on the reads' goroutine
+	err      error                        // the tunnel's result
+	arrived  atomic.Int32
+}
+
+type handoverKey struct{}
+
+// withHandover marks ctx so a tunnel started under it may hand its reads
+// over to the receiver of cs, the in-process stream it answers on (ctx
+// unchanged, and no handover, over the network).
+func withHandover(ctx context.Context, cs grpc.ClientStream) (context.Context, *handover) {
+	if _, ok := cs.(streamHander); !ok {
+		return ctx, nil
+	}
+	ho := &handover{}
+	return context.WithValue(ctx, handoverKey{}, ho), ho
+}
+
+func handoverOf(ctx context.Context) *handover {
+	ho, _ := ctx.Value(handoverKey{}).(*handover)
+	return ho
+}
+
+// join is the attempt goroutine's arrival, with what the stream does
+// next. When the reads had ended already, it runs the attempt's end here
+// and returns the stream's next work (here): the caller goes on with it.
+func (ho *handover) join(rest func(next *wire.AttemptDown)) (next *wire.AttemptDown, here bool) {
+	ho.rest = rest
+	if ho.arrived.Add(1) == 1 {
+		return nil, false
+	}
+	ho.runEnd(ho.err)
+	return ho.serveEnd(), true
+}
+
+// ended is the reads' end, with the tunnel's result: second to arrive,
+// it runs the attempt's end and the stream's rest on this goroutine.
+func (ho *handover) ended(err error) {
+	ho.err = err
+	if ho.arrived.Add(1) == 1 {
+		return
+	}
+	ho.runEnd(err)
+	ho.rest(ho.serveEnd())
+}
+
+// hand hands the provider's reads over to the edge's receive on l, as
+// lend lends them, and returns at once; at the reads' end the tunnel's
+// tail (or, after a step's panic, abort) gives the result to ho.
+func (o *outbound) hand(ctx context.Context, l streamHander, ho *handover, step func() bool, tail func(bool) error, abort func(),
+	panicked func(any) error) bool {
+	if !o.startLending() {
+		return false
+	}
+	ho.taken.Store(true)
+	l.Hand(ctx, step, func(complete bool, v any) {
+		o.stopLending()
+		if v != nil {
+			abort()
+			ho.ended(panicked(v))
+			return
+		}
+		ho.ended(tail(complete))
+	})
+	return true
 }

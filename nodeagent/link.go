@@ -240,14 +240,13 @@ const maxParked = 1024
 // next one instead of ending them.
 func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *Session, dispatchID string, log *slog.Logger, attempts *sync.WaitGroup) {
 	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	st, down, err := openAttempt(actx, client, &wire.AttemptOpen{DispatchId: dispatchID, Reusable: true, ParksAfterTerminal: true, ConnectionGeneration: sess.Generation()})
 	if err != nil {
+		cancel()
 		log.Warn("opening attempt stream failed", slog.String("error", err.Error()))
 		return
 	}
-	h := held{st: st, ctx: actx, cancel: cancel, inproc: endsAttempt(st, cancel)}
-	a.carry(ctx, client, sess, log, attempts, h, a.serve(sess, h, down))
+	a.carry(ctx, client, sess, log, attempts, held{st: st, ctx: actx, cancel: cancel, inproc: endsAttempt(st, cancel)}, down, false)
 }
 
 // held is an Attempt stream the node holds: its context (cancel ends
@@ -265,13 +264,13 @@ type held struct {
 // the edge sends on it (carry). Called with the stream counted idle.
 func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup) {
 	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	st, down, err := openAttempt(actx, client, parkedOpen(sess))
 	if err != nil {
+		cancel()
 		sess.idle.Add(-1) // the stream ended while it waited
 		return
 	}
-	a.carry(ctx, client, sess, log, attempts, held{st: st, ctx: actx, cancel: cancel, inproc: endsAttempt(st, cancel)}, down)
+	a.carry(ctx, client, sess, log, attempts, held{st: st, ctx: actx, cancel: cancel, inproc: endsAttempt(st, cancel)}, down, true)
 }
 
 // carry runs the work that arrived on a parked stream (counted idle),
@@ -281,16 +280,35 @@ func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Se
 // when it ends (serve, parkAgain). The session keeps between half its
 // park target and the target parked: work taken below the half parks a
 // replacement, a finished attempt above the target ends its stream, so
-// steady traffic neither opens nor ends streams.
-func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup, h held, down *wire.AttemptDown) {
+// steady traffic neither opens nor ends streams. parked says down came
+// on a parked stream (the first work of attempt's did not). The stream
+// ends when carry returns: on this goroutine, or, when an attempt's reads
+// were handed over (handover), on the goroutine they end on, which
+// carries the stream on from there.
+func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup,
+	h held, down *wire.AttemptDown, parked bool) {
 	for down != nil {
-		// Work arrived on a parked stream.
-		if sess.idle.Add(-1) < (sess.parkTarget+1)/2 && ctx.Err() == nil && !a.draining.Load() {
+		if parked && sess.idle.Add(-1) < (sess.parkTarget+1)/2 && ctx.Err() == nil && !a.draining.Load() {
 			sess.idle.Add(1)
 			attempts.Go(func() { a.parked(ctx, client, sess, log, attempts) })
 		}
-		down = a.serve(sess, h, down)
+		parked = true
+		var ho *handover
+		if down, ho = a.serve(sess, h, down); ho == nil {
+			continue
+		}
+		attempts.Add(1) // the goroutine the reads end on, until it is done with the stream
+		next, here := ho.join(func(next *wire.AttemptDown) {
+			defer attempts.Done()
+			a.carry(ctx, client, sess, log, attempts, h, next, true)
+		})
+		if !here {
+			return
+		}
+		attempts.Done()
+		down = next
 	}
+	h.cancel()
 }
 
 // parkedOpen opens (or reopens) a reusable parked stream.
@@ -326,7 +344,7 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 // admission and context) as soon as its provider returns. A stream the
 // node half-closed after its terminal gets attemptDrainTimeout for the
 // edge to end it before the node does.
-func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown) {
+func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown, ho *handover) {
 	var drain atomic.Pointer[clock.Timer]
 	var parked atomic.Bool
 	// halfClosed: 0 while the stream is open, 1 once it is half-closed
@@ -342,14 +360,33 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 			drain.Store(&t)
 		}
 	}
-	work := a.start(lendReads(h.ctx, h.inproc), sess, h.st, down, ended)
+	ctx := lendReads(h.ctx, h.inproc)
+	if h.inproc != nil {
+		ctx, ho = withHandover(ctx, h.inproc)
+	}
+	work := a.start(ctx, sess, h.st, down, ended)
 	end := sync.OnceFunc(work.end)
 	if h.inproc != nil || work.run == nil {
 		work.here()
+		if ho != nil && ho.taken.Load() {
+			ho.serveEnd = func() *wire.AttemptDown {
+				end()
+				return a.awaitNext(sess, h, end, &drain, &parked, &halfClosed)
+			}
+			return nil, ho
+		}
 		end()
 	} else {
 		a.bridge.providers.Go(func() { work.here(); end() })
 	}
+	return a.awaitNext(sess, h, end, &drain, &parked, &halfClosed), nil
+}
+
+// awaitNext reads an attempt's stream, once its work was started, for the
+// next work the edge sends on it when it was parked again, or its end
+// (which cancels the work), and ends the attempt.
+func (a *Agent) awaitNext(sess *Session, h held, end func(), drain *atomic.Pointer[clock.Timer], parked *atomic.Bool,
+	halfClosed *atomic.Int32) (next *wire.AttemptDown) {
 	for {
 		m, err := h.st.Recv()
 		if err != nil {

@@ -257,6 +257,13 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 			pump := &httpx.Pump{BeforeRead: out.beforeRead, CopiesBodies: true}
 			if l := lenderOf(ctx); l != nil {
 				pump.Lend = func(step func() bool) bool { return out.lend(ctx, l, step) }
+				if h, ok := l.(streamHander); ok {
+					if ho := handoverOf(ctx); ho != nil {
+						pump.Hand = func(step func() bool, tail func(bool) error, abort func()) bool {
+							return out.hand(ctx, h, ho, step, tail, abort, func(v any) error { return panicFailure(b.log, desc.ProviderID, v) })
+						}
+					}
+				}
 			}
 			return exec(httpx.WithPump(ctx, pump), em)
 		},
@@ -444,12 +451,17 @@ type attemptSpec[E any] struct {
 func execSafely(ctx context.Context, exec func(context.Context) error, log *slog.Logger, providerID string) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			log.Error("provider panicked; the attempt ends with an internal error", "provider_id", providerID,
-				"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
-			err = execution.NewFailure(execution.FailureCodeInternal, "the provider failed unexpectedly")
+			err = panicFailure(log, providerID, v)
 		}
 	}()
 	return exec(ctx)
+}
+
+// panicFailure logs a provider's panic and is the attempt's error for it.
+func panicFailure(log *slog.Logger, providerID string, v any) error {
+	log.Error("provider panicked; the attempt ends with an internal error", "provider_id", providerID,
+		"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+	return execution.NewFailure(execution.FailureCodeInternal, "the provider failed unexpectedly")
 }
 
 // started is an attempt admitted and watched, its provider not yet run:
@@ -520,9 +532,10 @@ func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *wa
 	release := b.admit(&attemptState{id: s.id, provider: s.desc.ProviderID, cancel: cancel})
 
 	released := make(chan struct{})
-	run := func() {
+	// runEnd sends the terminal for the provider's result; the provider
+	// is then released (its reads are over).
+	runEnd := func(err error) {
 		defer close(released)
-		err := execSafely(pctx, s.exec, b.log, s.desc.ProviderID)
 		switch {
 		case pctx.Err() != nil:
 			s.sink.Emit(s.cancelled)
@@ -530,6 +543,14 @@ func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *wa
 			logUpstreamFailure(b.log, s.desc.ProviderID, err)
 			s.sink.Emit(s.terminal(err))
 		}
+	}
+	run := func() {
+		err := execSafely(pctx, s.exec, b.log, s.desc.ProviderID)
+		if ho := handoverOf(ctx); ho != nil && ho.taken.Load() {
+			ho.runEnd = runEnd // at the reads' end, with their result (err is httpx.ErrHanded)
+			return
+		}
+		runEnd(err)
 	}
 	hooks := watchHooks{
 		claim:    s.sink.Claim,

@@ -39,6 +39,35 @@ func TestInProcessStreamReadsOnTheEdgesGoroutine(t *testing.T) {
 	})
 }
 
+// Handed over, the reads keep no goroutine of the node's: the attempt's
+// goroutine returns once it lent them (internal/inproc's Hand), and the
+// attempt's end runs on a goroutine started when they end. A held stream
+// shows it: no goroutine but the edge's waits in the node's attempt —
+// its work, the loan or the wait for the stream's next work.
+func TestHeldInProcessStreamKeepsNoNodeGoroutine(t *testing.T) {
+	const n = 4
+	c, _ := holdingCluster(t, Options{Link: LinkInProcess})
+	closeAll := holdStreams(t, c.URL, "hold", n)
+	defer closeAll()
+	var node []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%d node goroutines in held streams' attempts:\n%s", len(node), strings.Join(node, "\n\n"))
+		}
+	})
+	wait.Until(t, func() bool {
+		reading, _ := heldEdgeGoroutines()
+		node = nil
+		for _, g := range goroutineStacks() {
+			if !strings.Contains(g, "streamgate.(*runtime).pump") &&
+				(strings.Contains(g, "nodeagent.(*Agent).serve") || strings.Contains(g, "nodeagent.(*Agent).awaitNext") || strings.Contains(g, "inproc.(*clientStream).Lend")) {
+				node = append(node, g)
+			}
+		}
+		return reading == n && len(node) == 0
+	})
+}
+
 // heldEdgeGoroutines counts the edge's request goroutines of streams
 // (those in the runtime's pump) that wait in the lent upstream read, and
 // those that wait elsewhere.
