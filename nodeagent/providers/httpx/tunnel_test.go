@@ -213,6 +213,9 @@ func TestHandedTunnelFailureAndAbort(t *testing.T) {
 		go func() { result <- tail(false) }()
 		return true
 	}}), http.DefaultClient, req, em)
+	if !errors.Is(err, ErrHanded) {
+		t.Fatalf("Tunnel returned %v, want ErrHanded", err)
+	}
 	var f *execution.ExecutionFailure
 	if err = <-result; !errors.As(err, &f) || f.Code != execution.FailureCodeUpstreamError || slices.Contains(frames, execution.FrameTypeEnd) {
 		t.Fatalf("a cut body: %v, frames %v; want an upstream failure, no end", err, frames)
