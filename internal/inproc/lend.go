@@ -59,15 +59,32 @@ func (c *clientStream) Lend(ctx context.Context, step func() (done bool)) (compl
 	s.lend.mu.Lock()
 	s.lend.lent = l
 	s.lend.mu.Unlock()
-	select {
-	case s.lend.offered <- struct{}{}:
-	default:
-	}
+	s.offer()
 	select {
 	case <-l.done:
 	case <-ctx.Done():
 	case <-s.sctx.Done():
 	}
+	if !s.takeBack(l) {
+		return false
+	}
+	if l.panicked != nil {
+		panic(l.panicked)
+	}
+	return true
+}
+
+// offer wakes a receive of the handler's waiting when a step was lent.
+func (s *stream) offer() {
+	select {
+	case s.lend.offered <- struct{}{}:
+	default:
+	}
+}
+
+// takeBack ends the loan of l once the step running, if any, returned,
+// and reports whether a step had reported done.
+func (s *stream) takeBack(l *loan) (complete bool) {
 	l.recalled.Store(true)
 	s.lend.mu.Lock() // a step running finishes first
 	if s.lend.lent == l {
@@ -76,9 +93,6 @@ func (c *clientStream) Lend(ctx context.Context, step func() (done bool)) (compl
 	s.lend.mu.Unlock()
 	select {
 	case <-l.done:
-		if l.panicked != nil {
-			panic(l.panicked)
-		}
 		return true
 	default:
 		return false
@@ -100,28 +114,11 @@ func (c *clientStream) Hand(ctx context.Context, step func() (done bool), after 
 	l.stops[1] = context.AfterFunc(s.sctx, func() { s.recall(l) })
 	s.lend.lent = l
 	s.lend.mu.Unlock()
-	select {
-	case s.lend.offered <- struct{}{}:
-	default:
-	}
+	s.offer()
 }
 
-// recall takes a handed loan back once the step running, if any,
-// returned, and ends it.
-func (s *stream) recall(l *loan) {
-	l.recalled.Store(true)
-	s.lend.mu.Lock()
-	if s.lend.lent == l {
-		s.lend.lent = nil
-	}
-	s.lend.mu.Unlock()
-	select {
-	case <-l.done:
-		l.end(true)
-	default:
-		l.end(false)
-	}
-}
+// recall takes a handed loan back and ends it.
+func (s *stream) recall(l *loan) { l.end(s.takeBack(l)) }
 
 // end runs a handed loan's after, once.
 func (l *loan) end(complete bool) {
