@@ -137,6 +137,7 @@ func TestClientCancelEndsTheHandler(t *testing.T) {
 		ended <- err
 		return err
 	}, nil)
+	waitNoHandler(t) // an earlier test's handler, still ending, would skew the count
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(t.Context())
 	st := open(t, ctx, ch)

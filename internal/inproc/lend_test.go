@@ -222,11 +222,11 @@ func TestHandedStepsRunWithoutTheLender(t *testing.T) {
 		}
 		return false
 	}, func(complete bool, panicked any) {
-		ends <- handed{complete, panicked, goid()}
 		if err := st.Send(wrapperspb.String("end")); err != nil {
 			t.Errorf("after's send: %v", err)
 		}
 		_ = st.CloseSend()
+		ends <- handed{complete, panicked, goid()}
 	})
 	close(release)
 	e := <-ends
