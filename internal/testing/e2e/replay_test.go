@@ -69,7 +69,16 @@ func streamChat(t *testing.T, url, model string) sseResult {
 // streamChatWith is streamChat with request headers.
 func streamChatWith(t *testing.T, url, model string, hdr map[string]string) sseResult {
 	t.Helper()
-	resp := postWith(t, url+"/v1/chat/completions", `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`, hdr)
+	return readSSE(postWith(t, url+"/v1/chat/completions", streamChatBody(model), hdr))
+}
+
+// streamChatBody is streamChat's request body for model.
+func streamChatBody(model string) string {
+	return `{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+}
+
+// readSSE reads a streamed chat answer to its end and parses its events.
+func readSSE(resp *http.Response) sseResult {
 	defer resp.Body.Close()
 	r := sseResult{status: resp.StatusCode}
 	buf := make([]byte, 0, 4096)
