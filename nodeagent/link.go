@@ -252,7 +252,7 @@ func (a *Agent) attempt(ctx context.Context, client wire.NodeLinkClient, sess *S
 // held is an Attempt stream the node holds: its context (cancel ends
 // it) and, on the in-process channel, the channel's own stream, whose
 // end cancels that context without a read (endsAttempt) and to whose
-// receiver a provider's reads can be lent (lendReads).
+// receiver a provider's reads can be handed over (withHandover).
 type held struct {
 	st     wire.NodeLink_AttemptClient
 	ctx    context.Context
@@ -360,7 +360,7 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 			drain.Store(&t)
 		}
 	}
-	ctx := lendReads(h.ctx, h.inproc)
+	ctx := h.ctx
 	if h.inproc != nil {
 		ctx, ho = withHandover(ctx, h.inproc)
 	}

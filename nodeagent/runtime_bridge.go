@@ -255,14 +255,9 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 		timeout: time.Duration(timeoutMS) * time.Millisecond, sink: em,
 		exec: func(ctx context.Context) error {
 			pump := &httpx.Pump{BeforeRead: out.beforeRead, CopiesBodies: true}
-			if l := lenderOf(ctx); l != nil {
-				pump.Lend = func(step func() bool) bool { return out.lend(ctx, l, step) }
-				if h, ok := l.(streamHander); ok {
-					if ho := handoverOf(ctx); ho != nil {
-						pump.Hand = func(step func() bool, tail func(bool) error, abort func()) bool {
-							return out.hand(ctx, h, ho, step, tail, abort, func(v any) error { return panicFailure(b.log, desc.ProviderID, v) })
-						}
-					}
+			if ho := handoverOf(ctx); ho != nil {
+				pump.Hand = func(step func() bool, tail func(bool) error, abort func()) bool {
+					return out.hand(ctx, ho, step, tail, abort, func(v any) error { return panicFailure(b.log, desc.ProviderID, v) })
 				}
 			}
 			return exec(httpx.WithPump(ctx, pump), em)
@@ -295,7 +290,7 @@ type outbound struct {
 	co      coalescer
 	aged    clock.Timer // sends what is held once its oldest item is maxHeldAge old; made once
 	armed   bool        // aged is pending: it fires by the held items' age bound, or earlier
-	lending bool        // the provider's reads are lent to the edge (lend): the age timer rests
+	lending bool        // the provider's reads are handed to the edge (hand): the age timer rests
 	sendErr error
 }
 

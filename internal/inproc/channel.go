@@ -22,7 +22,7 @@
 // Two things a network channel cannot do: a handler that only waits
 // between messages can return and leave its stream open (Detach), and a
 // client whose messages come out of a blocking read can lend that read
-// to the handler's receive (Lend), so a message is taken on the
+// to the handler's receive (Hand), so a message is taken on the
 // goroutine its read woke instead of being handed between two.
 package inproc
 

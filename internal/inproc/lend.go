@@ -19,12 +19,12 @@ import (
 // loan is a lent step and what became of it.
 type loan struct {
 	step     func() (done bool)
-	done     chan struct{} // closed once a step reported done (or panicked)
+	complete bool // a step reported done (or panicked); guarded by lending.mu
 	panicked any
 	recalled atomic.Bool // the lender is taking it back: no step starts
 
-	// A handed loan's (Hand): what runs at its end, once, and the
-	// watchers of the lender's context and the stream that end it early.
+	// What runs at its end, once, and the watchers of the lender's
+	// context and the stream that end it early.
 	after func(complete bool, panicked any)
 	ended sync.Once
 	stops [2]func() bool
@@ -41,86 +41,49 @@ type lending struct {
 // errTwoSends is what a lent step gets for a second message in one step.
 var errTwoSends = errors.New("in-process channel: a lent step sent a second message before the first was received")
 
-// Lend lends step to the stream's handler: until step reports done, a
-// receive of the handler's that finds no message waiting runs step on
-// its own goroutine, then looks again. step reads once, sends at most one
-// message on the stream (a second would wait on the handler running it:
-// it gets an error instead) and reports done at the end of what it
-// reads. While it is lent, nothing else may send on the stream.
+// Hand lends step to the stream's handler and returns at once: until
+// step reports done, a receive of the handler's that finds no message
+// waiting runs step on its own goroutine, then looks again. step reads
+// once, sends at most one message on the stream (a second would wait on
+// the handler running it: it gets an error instead) and reports done at
+// the end of what it reads. While it is lent, nothing else may send on
+// the stream.
 //
-// Lend returns once step reported done (complete), or early, without
-// complete, when ctx or the stream ends first — after any step then
-// running returned: the caller goes on with step itself. A panic in a
-// step is raised again in Lend's caller. A caller holding a generated
-// stub's stream reaches it through an interface, as AfterEnd.
-func (c *clientStream) Lend(ctx context.Context, step func() (done bool)) (complete bool) {
-	s := (*stream)(c)
-	l := &loan{step: step, done: make(chan struct{})}
-	s.lend.mu.Lock()
-	s.lend.lent = l
-	s.lend.mu.Unlock()
-	s.offer()
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-	case <-s.sctx.Done():
-	}
-	if !s.takeBack(l) {
-		return false
-	}
-	if l.panicked != nil {
-		panic(l.panicked)
-	}
-	return true
-}
-
-// offer wakes a receive of the handler's waiting when a step was lent.
-func (s *stream) offer() {
-	select {
-	case s.lend.offered <- struct{}{}:
-	default:
-	}
-}
-
-// takeBack ends the loan of l once the step running, if any, returned,
-// and reports whether a step had reported done.
-func (s *stream) takeBack(l *loan) (complete bool) {
-	l.recalled.Store(true)
-	s.lend.mu.Lock() // a step running finishes first
-	if s.lend.lent == l {
-		s.lend.lent = nil
-	}
-	s.lend.mu.Unlock()
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Hand lends step as Lend does, without waiting for the loan's end: it
-// returns at once, and after runs once, on a goroutine of its own, when a
-// step reported done (complete; panicked is a step's panic, if one
-// panicked) or when ctx or the stream ended first — after any step then
-// running returned (not complete: after goes on with step itself). The
-// lender's goroutine is free meanwhile: a loan as long as a streamed
-// answer keeps no goroutine of the client's until it ends.
+// after runs once, on a goroutine of its own, when a step reported done
+// (complete; panicked is a step's panic, if one panicked) or when ctx or
+// the stream ended first — after any step then running returned (not
+// complete: after goes on with step itself). The lender's goroutine is
+// free meanwhile: a loan as long as a streamed answer keeps no goroutine
+// of the client's until it ends. A caller holding a generated stub's
+// stream reaches Hand through an interface, as AfterEnd.
 func (c *clientStream) Hand(ctx context.Context, step func() (done bool), after func(complete bool, panicked any)) {
 	s := (*stream)(c)
-	l := &loan{step: step, done: make(chan struct{}), after: after}
+	l := &loan{step: step, after: after}
 	s.lend.mu.Lock() // the watchers are set before a step can end the loan
 	l.stops[0] = context.AfterFunc(ctx, func() { s.recall(l) })
 	l.stops[1] = context.AfterFunc(s.sctx, func() { s.recall(l) })
 	s.lend.lent = l
 	s.lend.mu.Unlock()
-	s.offer()
+	select { // wake a receive waiting for a message
+	case s.lend.offered <- struct{}{}:
+	default:
+	}
 }
 
-// recall takes a handed loan back and ends it.
-func (s *stream) recall(l *loan) { l.end(s.takeBack(l)) }
+// recall takes a loan back, once the step running, if any, returned, and
+// ends it.
+func (s *stream) recall(l *loan) {
+	l.recalled.Store(true)
+	s.lend.mu.Lock() // a step running finishes first
+	if s.lend.lent == l {
+		s.lend.lent = nil
+	}
+	complete := l.complete
+	s.lend.mu.Unlock()
+	l.end(complete)
+}
 
-// end runs a handed loan's after, once.
+// end runs a loan's after, once.
 func (l *loan) end(complete bool) {
 	l.ended.Do(func() {
 		for _, stop := range l.stops {
@@ -144,15 +107,13 @@ func (s *stream) step() bool {
 	s.lend.stepping.Store(false)
 	if done {
 		s.lend.lent = nil
-		close(l.done)
-		if l.after != nil {
-			l.end(true)
-		}
+		l.complete = true
+		l.end(true)
 	}
 	return true
 }
 
-// runStep runs l's step; a panic in it ends the loan, for Lend to raise.
+// runStep runs l's step; a panic in it ends the loan, for after to handle.
 func runStep(l *loan) (done bool) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -45,143 +45,24 @@ func collect(got chan<- []string, gid chan<- int) func(grpc.ServerStream) error 
 	}
 }
 
-// A lent step runs on the handler's goroutine, inside its receive: what
-// each step sends is the next message received, in order with what the
-// client sent itself before and after the loan.
-func TestLentStepsRunInTheHandlersReceive(t *testing.T) {
-	got, gid := make(chan []string, 1), make(chan int, 1)
-	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
-	handler := <-gid
-	if err := st.Send(wrapperspb.String("head")); err != nil {
-		t.Fatal(err)
-	}
-	n, ran := 0, map[int]bool{}
-	complete := lend(st).Lend(t.Context(), func() bool {
-		ran[goid()] = true
-		n++
-		if n == 4 {
-			return true // the end of what it reads: nothing to send
-		}
-		if err := st.Send(wrapperspb.String("chunk " + strconv.Itoa(n))); err != nil {
-			t.Errorf("a step's send: %v", err)
-		}
-		return false
-	})
-	if !complete {
-		t.Fatal("Lend returned before its step reported done")
-	}
-	if len(ran) != 1 || !ran[handler] {
-		t.Errorf("steps ran on goroutines %v, want only the handler's (%d)", ran, handler)
-	}
-	if err := st.Send(wrapperspb.String("end")); err != nil {
-		t.Fatal(err)
-	}
-	_ = st.CloseSend()
-	want := []string{"head", "chunk 1", "chunk 2", "chunk 3", "end"}
-	if msgs := <-got; !slices.Equal(msgs, want) {
-		t.Errorf("received %q, want %q", msgs, want)
-	}
-}
-
-// A loan no receive takes up ends with the lender's context: Lend returns
-// without complete, and the lender goes on with its step itself.
-func TestLendGivesUpWithItsContext(t *testing.T) {
-	hold := make(chan struct{})
-	st := open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { <-hold; return nil }, nil))
-	defer close(hold)
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	ran := 0
-	if lend(st).Lend(ctx, func() bool { ran++; return true }) {
-		t.Fatal("Lend reported complete with no receive to run its step")
-	}
-	if ran != 0 {
-		t.Fatalf("the step ran %d times with no receive", ran)
-	}
-}
-
-// A loan ends with the stream: the handler returning ends it.
-func TestLendEndsWithTheStream(t *testing.T) {
-	st := open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { return nil }, nil))
-	if lend(st).Lend(t.Context(), func() bool { return true }) {
-		t.Fatal("Lend reported complete on a stream whose handler returned without receiving")
-	}
-}
-
 // Two sends in one step would wait on the goroutine running the step: the
 // second gets an error instead of a deadlock.
 func TestSecondSendInAStepIsRefused(t *testing.T) {
 	got, gid := make(chan []string, 1), make(chan int, 1)
 	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
 	<-gid
-	var second error
-	lend(st).Lend(t.Context(), func() bool {
+	second := make(chan error, 1)
+	lend(st).Hand(t.Context(), func() bool {
 		_ = st.Send(wrapperspb.String("one"))
-		second = st.Send(wrapperspb.String("two"))
+		second <- st.Send(wrapperspb.String("two"))
 		return true
-	})
-	if !errors.Is(second, errTwoSends) {
-		t.Fatalf("second send in a step: %v, want errTwoSends", second)
+	}, func(bool, any) { _ = st.CloseSend() })
+	if err := <-second; !errors.Is(err, errTwoSends) {
+		t.Fatalf("second send in a step: %v, want errTwoSends", err)
 	}
-	_ = st.CloseSend()
 	if msgs := <-got; !slices.Equal(msgs, []string{"one"}) {
 		t.Errorf("received %q", msgs)
 	}
-}
-
-// A panic in a step is raised again in Lend's caller, not in the handler.
-func TestPanicInAStepReachesTheLender(t *testing.T) {
-	got, gid := make(chan []string, 1), make(chan int, 1)
-	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
-	<-gid
-	defer func() {
-		if v := recover(); v != "boom" {
-			t.Fatalf("recovered %v, want the step's panic", v)
-		}
-		_ = st.CloseSend()
-		if msgs := <-got; len(msgs) != 0 {
-			t.Errorf("the handler received %q", msgs)
-		}
-	}()
-	lend(st).Lend(t.Context(), func() bool { panic("boom") })
-	t.Fatal("Lend returned after its step panicked")
-}
-
-// A loan that ends early waits for the step then running: the lender goes
-// on with its step itself only once no receive is inside it.
-func TestLendEndsAfterTheRunningStep(t *testing.T) {
-	got, gid := make(chan []string, 1), make(chan int, 1)
-	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
-	<-gid
-	ctx, cancel := context.WithCancel(t.Context())
-	inStep, release := make(chan struct{}), make(chan struct{})
-	returned := make(chan bool, 1)
-	stepping := false
-	go func() {
-		returned <- lend(st).Lend(ctx, func() bool {
-			stepping = true
-			close(inStep)
-			<-release
-			stepping = false
-			return false
-		})
-	}()
-	<-inStep
-	cancel()
-	select {
-	case <-returned:
-		t.Fatal("Lend returned while its step was running")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	if <-returned {
-		t.Fatal("Lend reported complete for a step that never reported done")
-	}
-	if stepping {
-		t.Fatal("Lend returned before the step did")
-	}
-	_ = st.CloseSend()
-	<-got
 }
 
 // lend is the channel's own stream under a generated stub's.
@@ -200,13 +81,18 @@ func handInto(c chan<- handed) func(bool, any) {
 	return func(complete bool, panicked any) { c <- handed{complete, panicked, goid()} }
 }
 
-// A handed loan returns at once: its steps run in the handler's receive
-// as a lent loan's do, and its end runs after, once, on a goroutine of
-// its own — which may go on sending on the stream.
+// A handed loan returns at once: its steps run on the handler's
+// goroutine, inside its receive — what each step sends is the next
+// message received, in order with what the client sent before the loan —
+// and its end runs after, once, on a goroutine of its own, which may go
+// on sending on the stream.
 func TestHandedStepsRunWithoutTheLender(t *testing.T) {
 	got, gid := make(chan []string, 1), make(chan int, 1)
 	st := open(t, t.Context(), newEcho(t, collect(got, gid), nil))
 	handler := <-gid
+	if err := st.Send(wrapperspb.String("head")); err != nil {
+		t.Fatal(err)
+	}
 	release := make(chan struct{})
 	ends := make(chan handed, 2)
 	n, ran := 0, map[int]bool{}
@@ -236,7 +122,7 @@ func TestHandedStepsRunWithoutTheLender(t *testing.T) {
 	if len(ran) != 1 || !ran[handler] {
 		t.Errorf("steps ran on goroutines %v, want only the handler's (%d)", ran, handler)
 	}
-	if msgs := <-got; !slices.Equal(msgs, []string{"chunk 1", "chunk 2", "end"}) {
+	if msgs := <-got; !slices.Equal(msgs, []string{"head", "chunk 1", "chunk 2", "end"}) {
 		t.Errorf("received %q", msgs)
 	}
 	select {

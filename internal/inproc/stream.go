@@ -37,7 +37,7 @@ type stream struct {
 	trailer   metadata.MD
 	sentHead  chan struct{} // closed when the header is sent (first message, SendHeader or the end)
 	headOnce  sync.Once
-	lend      lending // a client's read lent to the handler (Lend)
+	lend      lending // a client's read lent to the handler (Hand)
 }
 
 func newStream(ctx context.Context, copy CopyFunc, method string) *stream {
@@ -247,7 +247,7 @@ func (s *serverStream) SendMsg(m any) error {
 }
 
 // RecvMsg takes the client's next message; io.EOF once it half-closed.
-// While the client lends a step (Lend), a receive that finds no message
+// While the client lends a step (Hand), a receive that finds no message
 // runs it and looks again.
 func (s *serverStream) RecvMsg(m any) error {
 	st := (*stream)(s)

@@ -9,8 +9,8 @@ import (
 
 // TestHeldStreamStack guards what a held stream's goroutines keep of
 // stack on the in-process channel (iop dev): the edge's request goroutine
-// waits in the attempt's receive — in the upstream read the node lends
-// it (internal/inproc's Lend) — under net/http, echo, the middlewares, the handler
+// waits in the attempt's receive — in the upstream read the node hands
+// over to it (internal/inproc's Hand) — under net/http, echo, the middlewares, the handler
 // and the runtime, and the runtime halves a stack at a
 // collection only while the depth in use plus 800 bytes is under a
 // quarter of it. That wait was kept under 3,296 bytes, so a stack grown

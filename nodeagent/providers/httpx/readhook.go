@@ -18,21 +18,18 @@ type Pump struct {
 	// can give back: eventstream.Chunk). Tunnel then emits its read
 	// buffer itself instead of a copy of it: one copy per read, not two.
 	CopiesBodies bool
-	// Lend, when set, may run the reads of Tunnel's body on the goroutine
-	// that takes what they produce (the node's in-process link lends them
-	// to the edge's receive, so a streamed chunk reaches the client with
-	// no goroutine handoff). step reads once, emits what it read and runs
-	// BeforeRead; it reports done at the body's end or a failed read.
-	// Lend returns whether a step reported done; if not (it did not lend,
-	// or gave up), the pump runs step itself until done.
-	Lend func(step func() (done bool)) (complete bool)
 	// Hand, when set, may take Tunnel's body reads and its end off the
 	// calling goroutine altogether: it reports whether it took them, and
-	// Tunnel then returns ErrHanded at once. The taker runs steps as
-	// Lend's, and at the loan's end calls tail(complete) — which runs the
-	// remaining steps when not complete, ends the tunnel (the end frame
-	// or the read failure), closes the body and returns Tunnel's result —
-	// or, when a step panicked, abort, which only closes the body.
+	// Tunnel then returns ErrHanded at once. The taker runs the steps
+	// where what they produce is taken (the node's in-process link lends
+	// them to the edge's receive, so a streamed chunk reaches the client
+	// with no goroutine handoff). step reads once, emits what it read and
+	// runs BeforeRead; it reports done at the body's end or a failed
+	// read. At the loan's end the taker calls tail(complete) — which runs
+	// the remaining steps when not complete, ends the tunnel (the end
+	// frame or the read failure), closes the body and returns Tunnel's
+	// result — or, when a step panicked, abort, which only closes the
+	// body.
 	Hand func(step func() (done bool), tail func(complete bool) error, abort func()) (taken bool)
 }
 

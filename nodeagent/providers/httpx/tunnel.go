@@ -20,8 +20,8 @@ import (
 // error frame — never a tidy end — and a request that cannot be sent
 // becomes an error frame before any response_start. A body frame's bytes
 // are the receiver's, unless ctx's Pump says the emitter copies them.
-// The reads may run elsewhere (the Pump's Lend), and with them the
-// tunnel's end (its Hand: Tunnel then returns ErrHanded at once).
+// The reads may run elsewhere, and with them the tunnel's end (the
+// Pump's Hand: Tunnel then returns ErrHanded at once).
 func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execution.FrameEmitter) error {
 	resp, err := c.Do(req)
 	if err != nil {
@@ -88,9 +88,7 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 		handed = true
 		return ErrHanded
 	}
-	if p.Lend == nil || !p.Lend(step) {
-		for !step() {
-		}
+	for !step() {
 	}
 	return end()
 }

@@ -71,35 +71,41 @@ func tunnelRecord(t *testing.T, url string, pump *Pump, next chan<- struct{}, go
 	return Tunnel(WithPump(t.Context(), pump), http.DefaultClient, req, em)
 }
 
-// Tunnel's reads go the same way lent or not: each read's frame is
-// emitted and the read hook run before the read's step returns ("|"), so
-// what a lent read produced is sent before the next read blocks; the
-// hook also runs once before the first read.
-func TestTunnelReadsAreStepsLentOrNot(t *testing.T) {
-	for _, lent := range []bool{false, true} {
-		t.Run(fmt.Sprintf("lent=%v", lent), func(t *testing.T) {
+// Tunnel's reads go the same way handed over or not: each read's frame
+// is emitted and the read hook run before the read's step returns ("|"),
+// so what a handed read produced is sent before the next read blocks;
+// the hook also runs once before the first read.
+func TestTunnelReadsAreStepsHandedOrNot(t *testing.T) {
+	for _, handed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("handed=%v", handed), func(t *testing.T) {
 			next := make(chan struct{}, 1)
 			up := httptest.NewServer(pacedSSE(next))
 			defer up.Close()
 			var got []string
 			pump := &Pump{}
+			result := make(chan error, 1)
 			want := []string{"response_start:", "hook", "body:data: 0", "hook", "body:data: 1", "hook", "body:data: 2", "hook", "end:"}
-			if lent {
-				pump.Lend = func(step func() bool) bool {
-					done := make(chan struct{})
+			if handed {
+				pump.Hand = func(step func() bool, tail func(bool) error, _ func()) bool {
 					go func() { // another goroutine runs the steps, as the edge's receive does
-						defer close(done)
 						for end := false; !end; {
 							end = step()
 							got = append(got, "|")
 						}
+						result <- tail(true)
 					}()
-					<-done
 					return true
 				}
 				want = []string{"response_start:", "hook", "body:data: 0", "hook", "|", "body:data: 1", "hook", "|", "body:data: 2", "hook", "|", "|", "end:"}
 			}
-			if err := tunnelRecord(t, up.URL, pump, next, &got); err != nil {
+			err := tunnelRecord(t, up.URL, pump, next, &got)
+			if handed {
+				if !errors.Is(err, ErrHanded) {
+					t.Fatalf("Tunnel returned %v, want ErrHanded", err)
+				}
+				err = <-result
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, want) {
@@ -109,42 +115,28 @@ func TestTunnelReadsAreStepsLentOrNot(t *testing.T) {
 	}
 }
 
-// A loan given back before the body's end leaves the rest to Tunnel: the
-// reads go on where the lender stopped.
-func TestTunnelGoesOnAfterAnUnfinishedLoan(t *testing.T) {
-	next := make(chan struct{}, 1)
-	up := httptest.NewServer(pacedSSE(next))
-	defer up.Close()
-	pump := &Pump{Lend: func(step func() bool) bool {
-		step() // one read, then the loan ends early
-		return false
-	}}
-	var got []string
-	if err := tunnelRecord(t, up.URL, pump, next, &got); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"response_start:", "hook", "body:data: 0", "hook", "body:data: 1", "hook", "body:data: 2", "hook", "end:"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("frames and hooks %q, want %q", got, want)
-	}
-}
-
-// A read that fails in a lent step fails the tunnel as it would unlent:
-// an upstream failure, never a tidy end.
-func TestLentReadFailureIsTheTunnels(t *testing.T) {
+// A read that fails in a handed step fails the tunnel as it would in
+// Tunnel's own loop: an upstream failure, never a tidy end.
+func TestHandedReadFailureIsTheTunnels(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { oneEventThenCut(w) }))
 	defer up.Close()
 	var frames []execution.FrameType
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) { frames = append(frames, f.Type) })
-	pump := &Pump{Lend: func(step func() bool) bool {
-		for !step() {
-		}
+	result := make(chan error, 1)
+	pump := &Pump{Hand: func(step func() bool, tail func(bool) error, _ func()) bool {
+		go func() {
+			for !step() {
+			}
+			result <- tail(true)
+		}()
 		return true
 	}}
 	req, _ := http.NewRequest(http.MethodPost, up.URL, nil)
-	err := Tunnel(WithPump(context.Background(), pump), http.DefaultClient, req, em)
+	if err := Tunnel(WithPump(context.Background(), pump), http.DefaultClient, req, em); !errors.Is(err, ErrHanded) {
+		t.Fatalf("Tunnel returned %v, want ErrHanded", err)
+	}
 	var f *execution.ExecutionFailure
-	if !errors.As(err, &f) || f.Code != execution.FailureCodeUpstreamError {
+	if err := <-result; !errors.As(err, &f) || f.Code != execution.FailureCodeUpstreamError {
 		t.Fatalf("a cut body: %v, want an upstream failure", err)
 	}
 	if slices.Contains(frames, execution.FrameTypeEnd) {
@@ -153,8 +145,8 @@ func TestLentReadFailureIsTheTunnels(t *testing.T) {
 }
 
 // A handed tunnel returns ErrHanded at once; the taker's steps read the
-// body as a lent tunnel's do, and the tail — complete or not — ends it:
-// the rest of the reads, the end frame, the tunnel's result.
+// body, and the tail — complete or not — ends it: the rest of the reads,
+// the end frame, the tunnel's result.
 func TestHandedTunnelEndsInItsTail(t *testing.T) {
 	for _, complete := range []bool{true, false} {
 		t.Run(fmt.Sprintf("complete=%v", complete), func(t *testing.T) {

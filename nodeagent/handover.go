@@ -9,54 +9,18 @@ import (
 	"github.com/iopgw/iop/wire"
 )
 
-// Lent reads: on the in-process channel a streamed answer's upstream
-// reads run on the edge's goroutine that forwards them (internal/inproc's
-// Lend).
-// Otherwise each chunk is read on the attempt's goroutine here and handed
-// to the edge's, which must wake to take it: two goroutine wakeups per
-// chunk where a proxy has one. Lent, the edge's receive runs the read,
-// the node's emitter and coalescer run inside it as they would here, and
-// the message it produces is taken on the goroutine the read woke. A
-// tunnel's reads are handed over besides (hand, below): the attempt's
-// goroutine does not wait for the body's end.
-
-// streamLender is a client stream that lends a read to its receiver:
-// the in-process channel's (internal/inproc).
-type streamLender interface {
-	Lend(ctx context.Context, step func() (done bool)) (complete bool)
-}
-
-type lenderKey struct{}
-
-// lendReads marks ctx so the attempts started under it lend their reads
-// to the receiver of cs, the in-process stream they answer on (nil over
-// the network, where nothing is lent).
-func lendReads(ctx context.Context, cs grpc.ClientStream) context.Context {
-	l, ok := cs.(streamLender)
-	if !ok {
-		return ctx
-	}
-	return context.WithValue(ctx, lenderKey{}, l)
-}
-
-// lenderOf is the stream ctx's attempt lends its reads to (nil: none).
-func lenderOf(ctx context.Context) streamLender {
-	l, _ := ctx.Value(lenderKey{}).(streamLender)
-	return l
-}
-
-// lend lends the provider's reads to the edge's receive on l while its
-// answer streams (a whole answer goes as one message at its end: lending
-// its reads would add a handoff, not save one). While lent, every step
-// sends what its read produced before it returns and nothing else sends,
-// so the age timer rests: a step is the only sender Lend allows.
-func (o *outbound) lend(ctx context.Context, l streamLender, step func() bool) bool {
-	if !o.startLending() {
-		return false
-	}
-	defer o.stopLending()
-	return l.Lend(ctx, step)
-}
+// Handed reads: on the in-process channel a streamed tunnel answer's
+// upstream reads run on the edge's goroutine that forwards them
+// (internal/inproc's Hand). Otherwise each chunk is read on the attempt's
+// goroutine here and handed to the edge's, which must wake to take it:
+// two goroutine wakeups per chunk where a proxy has one. Handed over,
+// the edge's receive runs the read, the node's emitter and coalescer run
+// inside it as they would here, and the message it produces is taken on
+// the goroutine the read woke. And the attempt's goroutine does not wait
+// for the body's end but returns: the end of the attempt — the
+// provider's terminal, the attempt's end, the wait for the stream's next
+// work — runs on a goroutine started when the reads end. A held stream
+// then costs the node no goroutine at all.
 
 // startLending rests the age timer for a loan of the provider's reads,
 // unless the answer goes whole or the edge has given up on it.
@@ -81,14 +45,6 @@ func (o *outbound) stopLending() {
 	o.mu.Unlock()
 }
 
-// Handed reads: on the in-process channel a streamed tunnel answer's
-// reads are not only lent, they are handed over (internal/inproc's
-// Hand): the attempt's goroutine does not wait for the body's end but
-// returns, and the end of the attempt — the provider's terminal, the
-// attempt's end, the wait for the stream's next work — runs on a
-// goroutine started when the reads end. A held stream then costs the node
-// no goroutine at all.
-
 // streamHander is a client stream that hands its reads over to its
 // receiver: the in-process channel's.
 type streamHander interface {
@@ -99,6 +55,7 @@ type streamHander interface {
 // goroutine leaves its ends (set before it arrives) and the reads' end
 // brings the tunnel's result; whichever arrives second runs the rest.
 type handover struct {
+	to       streamHander                 // the in-process stream the attempt answers on
 	taken    atomic.Bool                  // the provider's reads were handed over
 	runEnd   func(error)                  // startAttempt's: the terminal for the provider's result
 	serveEnd func() *wire.AttemptDown     // serve's: the attempt's end, then the stream's next work
@@ -113,10 +70,11 @@ type handoverKey struct{}
 // over to the receiver of cs, the in-process stream it answers on (ctx
 // unchanged, and no handover, over the network).
 func withHandover(ctx context.Context, cs grpc.ClientStream) (context.Context, *handover) {
-	if _, ok := cs.(streamHander); !ok {
+	to, ok := cs.(streamHander)
+	if !ok {
 		return ctx, nil
 	}
-	ho := &handover{}
+	ho := &handover{to: to}
 	return context.WithValue(ctx, handoverKey{}, ho), ho
 }
 
@@ -148,16 +106,20 @@ func (ho *handover) ended(err error) {
 	ho.rest(ho.serveEnd())
 }
 
-// hand hands the provider's reads over to the edge's receive on l, as
-// lend lends them, and returns at once; at the reads' end the tunnel's
-// tail (or, after a step's panic, abort) gives the result to ho.
-func (o *outbound) hand(ctx context.Context, l streamHander, ho *handover, step func() bool, tail func(bool) error, abort func(),
+// hand hands the provider's reads over to the edge's receive while its
+// answer streams (a whole answer goes as one message at its end: handing
+// its reads over would add a handoff, not save one), and returns at once;
+// at the reads' end the tunnel's tail (or, after a step's panic, abort)
+// gives the result to ho. While handed over, every step sends what its
+// read produced before it returns and nothing else sends, so the age
+// timer rests: a step is the only sender the loan allows.
+func (o *outbound) hand(ctx context.Context, ho *handover, step func() bool, tail func(bool) error, abort func(),
 	panicked func(any) error) bool {
 	if !o.startLending() {
 		return false
 	}
 	ho.taken.Store(true)
-	l.Hand(ctx, step, func(complete bool, v any) {
+	ho.to.Hand(ctx, step, func(complete bool, v any) {
 		o.stopLending()
 		if v != nil {
 			abort()
