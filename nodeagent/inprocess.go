@@ -16,7 +16,7 @@ import (
 // in-process channel. A session the edge ends (a reload that removed the
 // node, a restart of the hub) is opened again after the link's backoff.
 func (a *Agent) runInProcess(ctx context.Context, addr string, ch grpc.ClientConnInterface) error {
-	client := wire.NewNodeLinkClient(tokenChannel{ch: ch, token: a.cfg.Token})
+	client := wire.NewNodeLinkClient(tokenChannel{ch: ch, bearer: "Bearer " + a.cfg.Token})
 	log := a.log.With(slog.String("edge", addr))
 	a.links.up.WithLabelValues(addr).Set(0)
 	retry := 0
@@ -44,12 +44,12 @@ func (a *Agent) runInProcess(ctx context.Context, addr string, ch grpc.ClientCon
 // tokenChannel sends the node token with every call on an in-process
 // channel, as tokenCreds does on a network connection.
 type tokenChannel struct {
-	ch    grpc.ClientConnInterface
-	token string
+	ch     grpc.ClientConnInterface
+	bearer string // "Bearer " and the token, made once
 }
 
 func (t tokenChannel) ctx(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+t.token)
+	return metadata.AppendToOutgoingContext(ctx, "authorization", t.bearer)
 }
 
 func (t tokenChannel) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {

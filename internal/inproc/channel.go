@@ -29,7 +29,9 @@ package inproc
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -50,6 +52,7 @@ type Channel struct {
 	methods   map[string]method // by full method name, "/pkg.Service/Method"
 	intercept grpc.StreamServerInterceptor
 	copy      CopyFunc
+	lastMD    atomic.Pointer[metadata.MD] // the last incoming metadata made (incoming)
 }
 
 type method struct {
@@ -93,7 +96,7 @@ func (c *Channel) NewStream(ctx context.Context, _ *grpc.StreamDesc, name string
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	s := newStream(ctx, c.copy, name)
+	s := newStream(ctx, c, name)
 	go s.serve(m, c.intercept)
 	return (*clientStream)(s), nil
 }
@@ -112,16 +115,48 @@ var _ net.Addr = addr{}
 // its outgoing metadata as incoming, the peer and the transport stream;
 // ended by the client's cancellation or deadline, or when the handler
 // returns.
-func serverContext(client context.Context, sts grpc.ServerTransportStream) (context.Context, context.CancelFunc) {
+func (c *Channel) serverContext(client context.Context, sts grpc.ServerTransportStream) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	if d, ok := client.Deadline(); ok {
 		ctx, cancel = context.WithDeadline(context.Background(), d)
 	}
-	if md, ok := metadata.FromOutgoingContext(client); ok {
+	if md, ok := c.incoming(client); ok {
 		ctx = metadata.NewIncomingContext(ctx, md)
 	}
 	ctx = peer.NewContext(ctx, inprocPeer)
 	return grpc.NewContextWithServerTransportStream(ctx, sts), cancel
+}
+
+// incoming is the client's outgoing metadata as the handler's incoming
+// metadata. A channel's client usually sends the same metadata on every
+// stream (a node's token), so the last one made is kept and shared by
+// the streams whose metadata equals it, instead of a copy held by each
+// for its life: incoming metadata is read only (FromIncomingContext and
+// ValueFromIncomingContext hand out copies).
+func (c *Channel) incoming(client context.Context) (metadata.MD, bool) {
+	md, ok := metadata.FromOutgoingContext(client)
+	if !ok {
+		return nil, false
+	}
+	if last := c.lastMD.Load(); last != nil && equalMD(*last, md) {
+		return *last, true
+	}
+	c.lastMD.Store(&md)
+	return md, true
+}
+
+// equalMD reports whether a and b hold the same keys and values.
+func equalMD(a, b metadata.MD) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !slices.Equal(av, bv) {
+			return false
+		}
+	}
+	return true
 }
 
 // statusOf is the status a client sees for a handler's error, as a

@@ -248,6 +248,45 @@ func TestHandlerContextAndInterceptor(t *testing.T) {
 	}
 }
 
+// Streams whose clients send the same metadata share one incoming copy;
+// each handler still sees exactly its client's metadata, and what a
+// handler does to the copy FromIncomingContext gave it reaches no other
+// stream.
+func TestIncomingMetadataPerStream(t *testing.T) {
+	seen := make(chan metadata.MD, 1)
+	ch := newEcho(t, func(ss grpc.ServerStream) error {
+		md, _ := metadata.FromIncomingContext(ss.Context())
+		seen <- md.Copy()
+		if md != nil {
+			md.Set("authorization", "changed by a handler")
+			md.Append("x-extra", "added by a handler")
+		}
+		return nil
+	}, nil)
+	for i, c := range []struct {
+		pairs []string
+		want  metadata.MD
+	}{
+		{[]string{"authorization", "Bearer a"}, metadata.Pairs("authorization", "Bearer a")},
+		{[]string{"authorization", "Bearer a"}, metadata.Pairs("authorization", "Bearer a")},
+		{[]string{"authorization", "Bearer b"}, metadata.Pairs("authorization", "Bearer b")},
+		{[]string{"authorization", "Bearer b", "x-run", "r1"}, metadata.Pairs("authorization", "Bearer b", "x-run", "r1")},
+		{[]string{"authorization", "Bearer a"}, metadata.Pairs("authorization", "Bearer a")},
+		{nil, nil},
+	} {
+		ctx := t.Context()
+		if c.pairs != nil {
+			ctx = metadata.AppendToOutgoingContext(ctx, c.pairs...)
+		}
+		if _, err := open(t, ctx, ch).Recv(); err != io.EOF {
+			t.Fatal(err)
+		}
+		if got := <-seen; !equalMD(got, c.want) || (c.want == nil) != (len(got) == 0) {
+			t.Errorf("stream %d: the handler saw %v, want %v", i, got, c.want)
+		}
+	}
+}
+
 func TestUnknownMethodAndUnaryAreUnimplemented(t *testing.T) {
 	ch := newEcho(t, echo, nil)
 	if _, err := ch.NewStream(t.Context(), &grpc.StreamDesc{}, "/test.Echo/Nope"); status.Code(err) != codes.Unimplemented {

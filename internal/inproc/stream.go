@@ -40,12 +40,12 @@ type stream struct {
 	lend      lending // a client's read lent to the handler (Hand)
 }
 
-func newStream(ctx context.Context, copy CopyFunc, method string) *stream {
-	s := &stream{method: method, copy: copy,
+func newStream(ctx context.Context, c *Channel, method string) *stream {
+	s := &stream{method: method, copy: c.copy,
 		up: make(chan any, 1), down: make(chan any, 1), closed: make(chan struct{}), done: make(chan struct{}),
 		sentHead: make(chan struct{}), lend: lending{offered: make(chan struct{}, 1)}}
 	s.cctx, s.ccancel = context.WithCancel(ctx)
-	s.sctx, s.scancel = serverContext(ctx, (*transportStream)(s))
+	s.sctx, s.scancel = c.serverContext(ctx, (*transportStream)(s))
 	s.stop = context.AfterFunc(s.cctx, s.scancel)
 	return s
 }
