@@ -21,7 +21,7 @@ type stream struct {
 	ccancel context.CancelFunc
 	sctx    context.Context // the handler's
 	scancel context.CancelFunc
-	stop    func() bool // unregisters the client's cancellation from the handler's context
+	stop    func() bool // unregisters the caller's cancellation from the handler's context
 
 	up     chan any      // client → handler, one message in flight
 	down   chan any      // handler → client, one message in flight
@@ -46,7 +46,11 @@ func newStream(ctx context.Context, c *Channel, method string) *stream {
 		sentHead: make(chan struct{}), lend: lending{offered: make(chan struct{}, 1)}}
 	s.cctx, s.ccancel = context.WithCancel(ctx)
 	s.sctx, s.scancel = c.serverContext(ctx, (*transportStream)(s))
-	s.stop = context.AfterFunc(s.cctx, s.scancel)
+	// The handler's context follows the caller's, as cctx does: cctx is
+	// cancelled on its own only once the client has seen the end, after
+	// the handler's context ended (end). Registered on ctx rather than
+	// on cctx, it costs no set of children held by cctx.
+	s.stop = context.AfterFunc(ctx, s.scancel)
 	return s
 }
 
