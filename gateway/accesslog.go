@@ -25,7 +25,12 @@ type accessInfo struct {
 	FallbacksSkipped int
 }
 
+// access is the request's access-log summary: its own (reqContext), or
+// one kept in echo's store outside the middleware (handler tests).
 func access(c echo.Context) *accessInfo {
+	if rc, ok := c.(*reqContext); ok {
+		return &rc.access
+	}
 	if a, ok := c.Get(accessKey).(*accessInfo); ok {
 		return a
 	}

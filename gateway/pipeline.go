@@ -38,30 +38,37 @@ type generation struct {
 	sg  *streamgate.Config
 }
 
-// genKey is the echo context key of a request's configuration generation.
-const genKey = "iop.generation"
+// reqContext is a request's echo context with what the request takes at
+// its entry: its configuration generation and its access-log summary, as
+// fields of its own rather than entries of echo's store (a map made for
+// every request and read under a lock).
+type reqContext struct {
+	echo.Context
+	gen    *generation
+	access accessInfo
+}
 
 // takeGeneration gives the request the running configuration generation,
 // once, where it enters: everything the request does reads that one.
 func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		g.enter(c)
-		return next(c)
+		return next(g.enter(c))
 	}
 }
 
-// enter gives c the running generation and the request's id, from its
+// enter is c with the running generation and the request's id, from its
 // entry: the access log names it on every answer, refusals included.
-func (g *Gateway) enter(c echo.Context) {
-	c.Set(genKey, g.gen.Load())
-	access(c).RequestID = "req_" + ids.New()
+func (g *Gateway) enter(c echo.Context) echo.Context {
+	rc := &reqContext{Context: c, gen: g.gen.Load()}
+	rc.access.RequestID = "req_" + ids.New()
+	return rc
 }
 
 // genOf is the generation the request took (the running one outside a
 // request, e.g. in handler tests).
 func (g *Gateway) genOf(c echo.Context) *generation {
-	if gen, ok := c.Get(genKey).(*generation); ok {
-		return gen
+	if rc, ok := c.(*reqContext); ok {
+		return rc.gen
 	}
 	return g.gen.Load()
 }
