@@ -28,6 +28,7 @@ package inproc
 
 import (
 	"context"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -138,25 +139,11 @@ func (c *Channel) incoming(client context.Context) (metadata.MD, bool) {
 	if !ok {
 		return nil, false
 	}
-	if last := c.lastMD.Load(); last != nil && equalMD(*last, md) {
+	if last := c.lastMD.Load(); last != nil && maps.EqualFunc(*last, md, slices.Equal) {
 		return *last, true
 	}
 	c.lastMD.Store(&md)
 	return md, true
-}
-
-// equalMD reports whether a and b hold the same keys and values.
-func equalMD(a, b metadata.MD) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, av := range a {
-		bv, ok := b[k]
-		if !ok || !slices.Equal(av, bv) {
-			return false
-		}
-	}
-	return true
 }
 
 // statusOf is the status a client sees for a handler's error, as a
