@@ -321,3 +321,41 @@ func TestHeaderWithTheFirstMessage(t *testing.T) {
 		t.Fatalf("trailer %v", tr)
 	}
 }
+
+// A client that cancelled its context gets codes.Canceled even when the
+// handler has already answered the cancellation by returning nil; a
+// client that saw the end keeps seeing it (io.EOF, its header), never
+// the cancellation of its stream's context that follows the end.
+func TestEndAndCancelNeverRace(t *testing.T) {
+	returned := make(chan struct{})
+	answers := newEcho(t, func(ss grpc.ServerStream) error {
+		<-ss.Context().Done()
+		defer func() { returned <- struct{}{} }()
+		return nil
+	}, nil)
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(t.Context())
+		st := open(t, ctx, answers)
+		cancel()
+		<-returned
+		if _, err := st.Recv(); status.Code(err) != codes.Canceled {
+			t.Fatalf("try %d: recv after cancel and the handler's return: %v", i, err)
+		}
+	}
+
+	ends := newEcho(t, func(ss grpc.ServerStream) error {
+		ss.SetHeader(metadata.Pairs("k", "v"))
+		return nil
+	}, nil)
+	for i := range 50 {
+		st := open(t, t.Context(), ends)
+		for j := range 4 {
+			if _, err := st.Recv(); err != io.EOF {
+				t.Fatalf("try %d, recv %d after the end: %v", i, j, err)
+			}
+			if md, err := st.Header(); err != nil || md.Get("k")[0] != "v" {
+				t.Fatalf("try %d, header %d after the end: %v %v", i, j, md, err)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package inproc
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,9 @@ type stream struct {
 	method string
 	copy   CopyFunc
 
+	ctx     context.Context // the caller's
 	cctx    context.Context // the client's, ended when the client sees the end
-	ccancel context.CancelFunc
+	ccancel context.CancelCauseFunc
 	sctx    context.Context // the handler's
 	scancel context.CancelFunc
 	stop    func() bool // unregisters the caller's cancellation from the handler's context
@@ -41,10 +43,10 @@ type stream struct {
 }
 
 func newStream(ctx context.Context, c *Channel, method string) *stream {
-	s := &stream{method: method, copy: c.copy,
+	s := &stream{method: method, copy: c.copy, ctx: ctx,
 		up: make(chan any, 1), down: make(chan any, 1), closed: make(chan struct{}), done: make(chan struct{}),
 		sentHead: make(chan struct{}), lend: lending{offered: make(chan struct{}, 1)}}
-	s.cctx, s.ccancel = context.WithCancel(ctx)
+	s.cctx, s.ccancel = context.WithCancelCause(ctx)
 	s.sctx, s.scancel = c.serverContext(ctx, (*transportStream)(s))
 	// The handler's context follows the caller's, as cctx does: cctx is
 	// cancelled on its own only once the client has seen the end, after
@@ -124,7 +126,11 @@ func (c *clientStream) Header() (metadata.MD, error) {
 	select {
 	case <-c.sentHead:
 	case <-c.cctx.Done():
-		return nil, ctxErr(c.cctx)
+		select {
+		case <-c.sentHead: // cctx also ends once the client saw the end
+		default:
+			return nil, ctxErr(c.cctx)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -170,11 +176,23 @@ func (c *clientStream) SendMsg(m any) error {
 	}
 }
 
+// errSeenEnd is the cause of cctx's end once the client saw the stream's.
+var errSeenEnd = errors.New("inproc: the client saw the stream's end")
+
 // RecvMsg takes the handler's next message; after its end, io.EOF or its
-// status (what it sent before returning comes first).
+// status (what it sent before returning comes first). A client whose
+// context ended before it saw the end gets that context's status, as
+// over the network, even when the handler has since returned: its return
+// was most likely the answer to that cancellation. The caller's context
+// is asked, not cctx: the handler's context follows the caller's on a
+// goroutine of its own, which may end the handler before the caller's
+// cancellation has reached cctx.
 func (c *clientStream) RecvMsg(m any) error {
 	return (*stream)(c).take(m, c.down, c.done, c.cctx, func() error {
-		c.ccancel()
+		if c.ctx.Err() != nil && context.Cause(c.cctx) != errSeenEnd {
+			return ctxErr(c.ctx)
+		}
+		c.ccancel(errSeenEnd)
 		if c.err == nil {
 			return io.EOF
 		}
@@ -183,8 +201,9 @@ func (c *clientStream) RecvMsg(m any) error {
 }
 
 // take receives the next message of ch into m. When end is closed, a
-// message sent before it still comes first, then ended's error; an ended
-// ctx is its status.
+// message sent before it still comes first, then ended's error, which
+// also decides when ctx ended too (select would pick either at random);
+// an ended ctx alone is its status.
 func (s *stream) take(m any, ch chan any, end <-chan struct{}, ctx context.Context, ended func() error) error {
 	select { // a message waiting is taken without a three-way select
 	case v := <-ch:
@@ -195,15 +214,19 @@ func (s *stream) take(m any, ch chan any, end <-chan struct{}, ctx context.Conte
 	case v := <-ch:
 		return s.copy(m, v)
 	case <-end:
-		select {
-		case v := <-ch:
-			return s.copy(m, v)
-		default:
-		}
-		return ended()
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		select {
+		case <-end:
+		default:
+			return ctxErr(ctx)
+		}
 	}
+	select {
+	case v := <-ch:
+		return s.copy(m, v)
+	default:
+	}
+	return ended()
 }
 
 // serverStream is the handler's end.
