@@ -323,23 +323,40 @@ func TestHeaderWithTheFirstMessage(t *testing.T) {
 }
 
 // A client that cancelled its context gets codes.Canceled even when the
-// handler has already answered the cancellation by returning nil; a
-// client that saw the end keeps seeing it (io.EOF, its header), never
-// the cancellation of its stream's context that follows the end.
+// handler has already answered the cancellation by ending the stream
+// with nil — by returning, or, detached, from a watcher of its context
+// running on a goroutine of its own — whether the client reads before or
+// after that end; a client that saw the end keeps seeing it (io.EOF, its
+// header), never the cancellation of its stream's context that follows.
 func TestEndAndCancelNeverRace(t *testing.T) {
-	returned := make(chan struct{})
-	answers := newEcho(t, func(ss grpc.ServerStream) error {
-		<-ss.Context().Done()
-		defer func() { returned <- struct{}{} }()
-		return nil
-	}, nil)
-	for i := range 200 {
-		ctx, cancel := context.WithCancel(t.Context())
-		st := open(t, ctx, answers)
-		cancel()
-		<-returned
-		if _, err := st.Recv(); status.Code(err) != codes.Canceled {
-			t.Fatalf("try %d: recv after cancel and the handler's return: %v", i, err)
+	ended := make(chan struct{}, 1)
+	handlers := map[string]func(grpc.ServerStream) error{
+		"returns": func(ss grpc.ServerStream) error {
+			<-ss.Context().Done()
+			defer func() { ended <- struct{}{} }()
+			return nil
+		},
+		"detached": func(ss grpc.ServerStream) error {
+			end, _ := Detach(ss.Context())
+			context.AfterFunc(ss.Context(), func() { end(nil); ended <- struct{}{} })
+			return nil
+		},
+	}
+	for name, h := range handlers {
+		ch := newEcho(t, h, nil)
+		for i := range 300 {
+			ctx, cancel := context.WithCancel(t.Context())
+			st := open(t, ctx, ch)
+			cancel()
+			if i%2 == 0 {
+				<-ended
+			}
+			if _, err := st.Recv(); status.Code(err) != codes.Canceled {
+				t.Fatalf("%s, try %d: recv after cancel: %v", name, i, err)
+			}
+			if i%2 == 1 {
+				<-ended
+			}
 		}
 	}
 

@@ -111,30 +111,3 @@ func waitNoHandler(t *testing.T) {
 	}
 	t.Fatal("the handler's goroutine is still running after it detached")
 }
-
-// A detached handler that ends its stream with nil when its context ends
-// — on a goroutine of its own, as the caller's cancellation reaches it —
-// leaves a cancelled client codes.Canceled, never io.EOF, whether the
-// client reads before or after that end.
-func TestDetachedEndAfterCancelIsCanceled(t *testing.T) {
-	ended := make(chan struct{}, 1)
-	ch := newEcho(t, func(ss grpc.ServerStream) error {
-		end, _ := Detach(ss.Context())
-		context.AfterFunc(ss.Context(), func() { end(nil); ended <- struct{}{} })
-		return nil
-	}, nil)
-	for i := range 500 {
-		ctx, cancel := context.WithCancel(t.Context())
-		st := open(t, ctx, ch)
-		cancel()
-		if i%2 == 0 {
-			<-ended
-		}
-		if _, err := st.Recv(); status.Code(err) != codes.Canceled {
-			t.Fatalf("try %d: recv after cancel: %v", i, err)
-		}
-		if i%2 == 1 {
-			<-ended
-		}
-	}
-}
