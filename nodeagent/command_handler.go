@@ -97,7 +97,7 @@ func (b *Bridge) ollamaAPI(ctx context.Context, sess *Session, cmd *execution.Co
 		return refused(send, ended, frameMsg(tunnelFrameToProto(errorFrame(execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())), attemptIdentity{})))
 	}
 	id := attemptIdentity{RunID: cmd.RunID, AttemptID: cmd.AttemptID, Adapter: desc.Adapter, Target: cmdTarget(cmd, desc)}
-	return b.frames(ctx, sess, id, desc, p, desc.EffectiveResponseStallTimeoutMS(), send, ended, func(ctx context.Context, em *execution.FrameEmitter) error {
+	return b.frames(ctx, sess, id, desc, p, desc.EffectiveResponseStallTimeoutMS(), send, ended, nil, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return execution.RunProviderCommand(ctx, b.registry, cmd, em)
 	})
 }

@@ -57,7 +57,7 @@ type streamHander interface {
 type handover struct {
 	to       streamHander                 // the in-process stream the attempt answers on
 	taken    atomic.Bool                  // the provider's reads were handed over
-	runEnd   func(error)                  // startAttempt's: the terminal for the provider's result
+	attempt  interface{ runEnd(error) }   // the attempt's: the terminal for the provider's result
 	serveEnd func() *wire.AttemptDown     // serve's: the attempt's end, then the stream's next work
 	rest     func(next *wire.AttemptDown) // carry's: the stream's next work, on the reads' goroutine
 	err      error                        // the tunnel's result
@@ -91,7 +91,7 @@ func (ho *handover) join(rest func(next *wire.AttemptDown)) (next *wire.AttemptD
 	if ho.arrived.Add(1) == 1 {
 		return nil, false
 	}
-	ho.runEnd(ho.err)
+	ho.attempt.runEnd(ho.err)
 	return ho.serveEnd(), true
 }
 
@@ -102,7 +102,7 @@ func (ho *handover) ended(err error) {
 	if ho.arrived.Add(1) == 1 {
 		return
 	}
-	ho.runEnd(err)
+	ho.attempt.runEnd(err)
 	ho.rest(ho.serveEnd())
 }
 

@@ -365,27 +365,26 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 		ctx, ho = withHandover(ctx, h.inproc)
 	}
 	work := a.start(ctx, sess, h.st, down, ended)
-	end := sync.OnceFunc(work.end)
-	if h.inproc != nil || work.run == nil {
+	if h.inproc != nil || work.att == nil {
 		work.here()
 		if ho != nil && ho.taken.Load() {
 			ho.serveEnd = func() *wire.AttemptDown {
-				end()
-				return a.awaitNext(sess, h, end, &drain, &parked, &halfClosed)
+				work.end()
+				return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed)
 			}
 			return nil, ho
 		}
-		end()
+		work.end()
 	} else {
-		a.bridge.providers.Go(func() { work.here(); end() })
+		a.bridge.providers.Go(func() { work.here(); work.end() })
 	}
-	return a.awaitNext(sess, h, end, &drain, &parked, &halfClosed), nil
+	return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed), nil
 }
 
 // awaitNext reads an attempt's stream, once its work was started, for the
 // next work the edge sends on it when it was parked again, or its end
 // (which cancels the work), and ends the attempt.
-func (a *Agent) awaitNext(sess *Session, h held, end func(), drain *atomic.Pointer[clock.Timer], parked *atomic.Bool,
+func (a *Agent) awaitNext(sess *Session, h held, work started, drain *atomic.Pointer[clock.Timer], parked *atomic.Bool,
 	halfClosed *atomic.Int32) (next *wire.AttemptDown) {
 	for {
 		m, err := h.st.Recv()
@@ -400,7 +399,7 @@ func (a *Agent) awaitNext(sess *Session, h held, end func(), drain *atomic.Point
 		// A Reparked from an edge that does not know parks_after_terminal
 		// (the open went out already): the next work follows it.
 	}
-	end()
+	work.end()
 	if t := drain.Load(); t != nil {
 		(*t).Stop()
 	}

@@ -104,15 +104,15 @@ func (w *watchdog) halt() {
 }
 
 // watchHooks are what a watchdog needs from its attempt.
-type watchHooks struct {
-	claim    func() bool                                   // fence the emitter; false if a terminal won
-	cancel   func()                                        // cancel the provider
-	released <-chan struct{}                               // closed when the provider returned
-	probe    func() execution.ProbeOutcome                 // bounded exact-target probe
-	seq      func() uint64                                 // next observation seq; nil when unbound
-	finish   func(v stallVerdict)                          // deliver the terminal
-	evidence func(v stallVerdict) *execution.StallEvidence // assemble the evidence
-	observe  func(v stallVerdict)                          // fire-and-forget observation
+type watchHooks interface {
+	claim() bool                                      // fence the emitter; false if a terminal won
+	cancelProvider()                                  // cancel the provider
+	providerReturned() <-chan struct{}                // closed when the provider returned
+	probe() execution.ProbeOutcome                    // bounded exact-target probe
+	nextSeq() uint64                                  // next observation seq; 0 when unbound
+	evidence(v stallVerdict) *execution.StallEvidence // assemble the evidence
+	deliverStall(v stallVerdict)                      // deliver the terminal
+	observeStall(v stallVerdict)                      // fire-and-forget observation
 }
 
 // start arms the watchdog. It handles a stall on the timer's goroutine;
@@ -151,7 +151,7 @@ func (w *watchdog) expire() {
 
 // handleStall joins the fence and the probe, then delivers the terminal.
 func (w *watchdog) handleStall(idle time.Duration, h watchHooks) {
-	h.cancel()
+	h.cancelProvider()
 	var (
 		wg      sync.WaitGroup
 		fence   execution.AttemptFence
@@ -161,7 +161,7 @@ func (w *watchdog) handleStall(idle time.Duration, h watchHooks) {
 		graceOver, g := clock.After(w.clock, w.grace)
 		defer g.Stop()
 		select {
-		case <-h.released:
+		case <-h.providerReturned():
 			fence = execution.AttemptFenceConfirmed
 		case <-graceOver:
 			fence = execution.AttemptFenceUnconfirmed
@@ -170,13 +170,10 @@ func (w *watchdog) handleStall(idle time.Duration, h watchHooks) {
 	wg.Go(func() { outcome = h.probe() })
 	wg.Wait()
 
-	v := stallVerdict{idle: idle, health: execution.NormalizeProbeOutcome(outcome), fence: fence}
-	if h.seq != nil {
-		v.seq = h.seq()
-	}
+	v := stallVerdict{idle: idle, health: execution.NormalizeProbeOutcome(outcome), fence: fence, seq: h.nextSeq()}
 	v.evidence = h.evidence(v)
-	h.finish(v)
-	h.observe(v)
+	h.deliverStall(v)
+	h.observeStall(v)
 }
 
 // stallEvidence is the typed evidence of v for the attempt id: the

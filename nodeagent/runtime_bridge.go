@@ -40,8 +40,8 @@ type Bridge struct {
 
 	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
 
-	mu       sync.Mutex // guards the following fields
-	runs     map[string]map[*attemptState]struct{}
+	mu       sync.Mutex               // guards the following fields
+	runs     map[string]*attemptState // each run's admitted attempts
 	inFlight map[string]*atomic.Int32
 }
 
@@ -63,7 +63,7 @@ func NewBridge(c BridgeConfig) *Bridge {
 	b := &Bridge{
 		registry: c.Registry, probes: c.Probes, observer: c.Observer, log: c.Log, closeGrace: c.CloseGrace, tracer: c.Tracer,
 		clock: clock.Or(c.Clock),
-		runs:  map[string]map[*attemptState]struct{}{}, inFlight: map[string]*atomic.Int32{},
+		runs:  map[string]*attemptState{}, inFlight: map[string]*atomic.Int32{},
 	}
 	if b.probes == nil {
 		b.probes = &ProbeCoordinator{}
@@ -90,13 +90,6 @@ func NewBridge(c BridgeConfig) *Bridge {
 	return b
 }
 
-// attemptState is one admitted attempt.
-type attemptState struct {
-	id       attemptIdentity
-	provider string
-	cancel   context.CancelFunc
-}
-
 // InFlight returns the number of admitted attempts per provider.
 func (b *Bridge) InFlight() map[string]int32 {
 	b.mu.Lock()
@@ -118,37 +111,11 @@ func (b *Bridge) CancelRun(runID string) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := 0
-	for a := range b.runs[runID] {
+	for a := b.runs[runID]; a != nil; a = a.next {
 		a.cancel()
 		n++
 	}
 	return n, nil
-}
-
-func (b *Bridge) admit(a *attemptState) func() {
-	b.mu.Lock()
-	set := b.runs[a.id.RunID]
-	if set == nil {
-		set = map[*attemptState]struct{}{}
-		b.runs[a.id.RunID] = set
-	}
-	set[a] = struct{}{}
-	ctr := b.inFlight[a.provider]
-	if ctr == nil {
-		ctr = new(atomic.Int32)
-		b.inFlight[a.provider] = ctr
-	}
-	b.mu.Unlock()
-	ctr.Add(1)
-	return func() {
-		ctr.Add(-1)
-		b.mu.Lock()
-		delete(set, a)
-		if len(set) == 0 {
-			delete(b.runs, a.id.RunID)
-		}
-		b.mu.Unlock()
-	}
 }
 
 // Wait waits for every provider goroutine and every health probe to
@@ -203,8 +170,9 @@ func (b *Bridge) startRun(ctx context.Context, sess *Session, m *wire.RunRequest
 		},
 		cancelled: execution.RunEvent{Type: execution.EventTypeCancelled, Error: "cancelled"},
 	}
+	spec.span = span
 	out.w = newWatchdog(spec.timeout, b.closeGrace, b.clock)
-	return startAttempt(ctx, b, spec, out.w).then(func() { span.End() })
+	return startAttempt(ctx, b, spec, out.w)
 }
 
 // Tunnel executes a ProviderTunnelRequest from the wire and sends its
@@ -231,14 +199,15 @@ func (b *Bridge) startTunnel(ctx context.Context, sess *Session, m *wire.Provide
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathProviderTunnel)
 	req.Header = tracing.Inject(ctx, req.Header)
-	return b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, ended, func(ctx context.Context, em *execution.FrameEmitter) error {
+	return b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, ended, span, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return t.Tunnel(ctx, req, em)
-	}).then(func() { span.End() })
+	})
 }
 
-// frames starts a frame-producing attempt (tunnel or ollama_api).
+// frames starts a frame-producing attempt (tunnel or ollama_api); span,
+// if not nil, ends with the attempt.
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
-	timeoutMS int64, send func(*wire.AttemptUp) error, ended func(), exec func(context.Context, *execution.FrameEmitter) error) started {
+	timeoutMS int64, send func(*wire.AttemptUp) error, ended func(), span trace.Span, exec func(context.Context, *execution.FrameEmitter) error) started {
 	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send, clock: b.clock, ended: ended}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
@@ -267,6 +236,7 @@ func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, 
 			return execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: v.errorText(), Failure: v.failure()}
 		},
 		cancelled: execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "cancelled"},
+		span:      span,
 	}
 	out.w = newWatchdog(spec.timeout, b.closeGrace, b.clock)
 	return startAttempt(ctx, b, spec, out.w)
@@ -438,6 +408,7 @@ type attemptSpec[E any] struct {
 	terminal  func(err error) E // the terminal for a provider that returned without one
 	stalled   func(v stallVerdict) E
 	cancelled E
+	span      trace.Span // ended after the attempt's end; nil: none
 }
 
 // execSafely runs a provider's attempt; a panic in it ends that attempt
@@ -457,127 +428,6 @@ func panicFailure(log *slog.Logger, providerID string, v any) error {
 	log.Error("provider panicked; the attempt ends with an internal error", "provider_id", providerID,
 		"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 	return execution.NewFailure(execution.FailureCodeInternal, "the provider failed unexpectedly")
-}
-
-// started is an attempt admitted and watched, its provider not yet run:
-// done is closed once its terminal was delivered, and end (called once, by its owner) finishes it — a
-// cancelled terminal if none was delivered yet (the edge went away), the
-// watchdog halted, the provider's context cancelled, the admission
-// released.
-type started struct {
-	done <-chan struct{}
-	run  func() // the provider's work; nil when none started
-	end  func()
-}
-
-// background runs the provider on a goroutine of its own (tracked by g),
-// which may outlive an unconfirmed fence: its owner is free to read the
-// stream the attempt came on.
-func (s started) background(g *sync.WaitGroup) started {
-	if s.run != nil {
-		g.Go(s.run)
-	}
-	return s
-}
-
-// here runs the provider on the caller's goroutine, until it returns.
-func (s started) here() {
-	if s.run != nil {
-		s.run()
-	}
-}
-
-// refused sends a terminal for work that never started.
-func refused(send func(*wire.AttemptUp) error, ended func(), m *wire.AttemptUp) started {
-	_ = send(m)
-	if ended != nil {
-		ended()
-	}
-	return started{done: alreadyDone, end: func() {}}
-}
-
-// alreadyDone is the done of work that never started.
-var alreadyDone = func() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// wait waits for the terminal, or for ctx to end (the edge went away),
-// and ends the attempt.
-func (s started) wait(ctx context.Context) {
-	select {
-	case <-s.done:
-	case <-ctx.Done():
-	}
-	s.end()
-}
-
-// then runs f after s's end.
-func (s started) then(f func()) started {
-	end := s.end
-	s.end = func() { end(); f() }
-	return s
-}
-
-// startAttempt admits the attempt and starts its watchdog; the provider
-// runs when the owner calls the result's background or here.
-func startAttempt[E any](ctx context.Context, b *Bridge, s attemptSpec[E], w *watchdog) started {
-	pctx, cancel := context.WithCancel(ctx)
-	release := b.admit(&attemptState{id: s.id, provider: s.desc.ProviderID, cancel: cancel})
-
-	released := make(chan struct{})
-	// runEnd sends the terminal for the provider's result; the provider
-	// is then released (its reads are over).
-	runEnd := func(err error) {
-		defer close(released)
-		switch {
-		case pctx.Err() != nil:
-			s.sink.Emit(s.cancelled)
-		default:
-			logUpstreamFailure(b.log, s.desc.ProviderID, err)
-			s.sink.Emit(s.terminal(err))
-		}
-	}
-	run := func() {
-		err := execSafely(pctx, s.exec, b.log, s.desc.ProviderID)
-		if ho := handoverOf(ctx); ho != nil && ho.taken.Load() {
-			ho.runEnd = runEnd // at the reads' end, with their result (err is httpx.ErrHanded)
-			return
-		}
-		runEnd(err)
-	}
-	hooks := watchHooks{
-		claim:    s.sink.Claim,
-		cancel:   cancel,
-		released: released,
-		probe: func() execution.ProbeOutcome {
-			return b.probes.ProbeHealth(s.provider, execution.ProbeRequest{Adapter: s.desc.Adapter, InstanceKey: s.desc.InstanceKey, Target: s.id.Target})
-		},
-		evidence: func(v stallVerdict) *execution.StallEvidence { return stallEvidence(v, s.id) },
-		finish:   func(v stallVerdict) { s.sink.Finish(s.stalled(v)) },
-		observe: func(v stallVerdict) {
-			observeSafely(b.observer, StallObservation{
-				ExecutionPath: s.path, ProviderHealth: v.health.Status(), LivenessClassification: v.health,
-				AttemptFence: v.fence, IdleDurationMS: v.idle.Milliseconds(),
-			}, b.log)
-		},
-	}
-	if s.sess != nil {
-		hooks.seq = s.sess.NextObservationSeq
-	}
-	w.start(hooks)
-	return started{done: s.sink.Done(), run: run, end: func() {
-		// Without a terminal yet the edge went away: fence the attempt and
-		// end it here.
-		if s.sink.Claim() {
-			s.sink.Finish(s.cancelled)
-		}
-		w.halt()
-		<-w.done.Done()
-		cancel()
-		release()
-	}}
 }
 
 func runTerminal(err error) execution.RunEvent {

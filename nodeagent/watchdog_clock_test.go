@@ -22,16 +22,14 @@ func TestWatchdogOnItsClock(t *testing.T) {
 	close(released) // the provider returns at once when cancelled
 	var got []stallVerdict
 	claims := 0
-	w.start(watchHooks{
-		claim:    func() bool { claims++; return true },
-		cancel:   func() {},
+	w.start(&funcHooks{
+		onClaim:  func() bool { claims++; return true },
 		released: released,
-		probe:    func() execution.ProbeOutcome { return execution.ProbeOutcome{Err: errors.New("no answer")} },
-		finish:   func(v stallVerdict) { got = append(got, v) },
-		evidence: func(v stallVerdict) *execution.StallEvidence {
+		onProbe:  func() execution.ProbeOutcome { return execution.ProbeOutcome{Err: errors.New("no answer")} },
+		onFinish: func(v stallVerdict) { got = append(got, v) },
+		onEvidence: func(v stallVerdict) *execution.StallEvidence {
 			return stallEvidence(v, attemptIdentity{RunID: "run_1", AttemptID: "att_1", Adapter: "sim", Target: "m"})
 		},
-		observe: func(stallVerdict) {},
 	})
 	clk.Advance(299 * time.Second)
 	w.touch() // progress at 299 s
@@ -62,12 +60,11 @@ func TestWatchdogGraceOnItsClock(t *testing.T) {
 	clk := clocktest.New()
 	w := newWatchdog(time.Second, 5*time.Second, clk)
 	done := make(chan stallVerdict, 1)
-	w.start(watchHooks{
-		claim: func() bool { return true }, cancel: func() {}, released: make(chan struct{}), // never returns
-		probe:    func() execution.ProbeOutcome { return execution.ProbeOutcome{Unsupported: true} },
-		finish:   func(v stallVerdict) { done <- v },
-		evidence: func(v stallVerdict) *execution.StallEvidence { return stallEvidence(v, attemptIdentity{}) },
-		observe:  func(stallVerdict) {},
+	w.start(&funcHooks{
+		onClaim: func() bool { return true }, released: make(chan struct{}), // never returns
+		onProbe:    func() execution.ProbeOutcome { return execution.ProbeOutcome{Unsupported: true} },
+		onFinish:   func(v stallVerdict) { done <- v },
+		onEvidence: func(v stallVerdict) *execution.StallEvidence { return stallEvidence(v, attemptIdentity{}) },
 	})
 	go clk.Advance(time.Second) // the stall: its handler waits for the grace (the only timer then)
 	start := clk.Now()
@@ -82,3 +79,21 @@ func TestWatchdogGraceOnItsClock(t *testing.T) {
 		t.Fatalf("fence %s", v.fence)
 	}
 }
+
+// funcHooks are watchHooks made of functions, for a watchdog under test.
+type funcHooks struct {
+	onClaim    func() bool
+	released   chan struct{}
+	onProbe    func() execution.ProbeOutcome
+	onFinish   func(v stallVerdict)
+	onEvidence func(v stallVerdict) *execution.StallEvidence
+}
+
+func (h *funcHooks) claim() bool                                      { return h.onClaim() }
+func (h *funcHooks) cancelProvider()                                  {}
+func (h *funcHooks) providerReturned() <-chan struct{}                { return h.released }
+func (h *funcHooks) probe() execution.ProbeOutcome                    { return h.onProbe() }
+func (h *funcHooks) nextSeq() uint64                                  { return 0 }
+func (h *funcHooks) evidence(v stallVerdict) *execution.StallEvidence { return h.onEvidence(v) }
+func (h *funcHooks) deliverStall(v stallVerdict)                      { h.onFinish(v) }
+func (h *funcHooks) observeStall(stallVerdict)                        {}
