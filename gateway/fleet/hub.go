@@ -156,8 +156,7 @@ type pendingDispatch struct {
 type AttemptConn struct {
 	stream    wire.NodeLink_AttemptServer
 	reception pool.Reception
-	done      context.Context // ended with the attempt (End, Finish) or its stream
-	end       context.CancelFunc
+	endState  attemptEnd // the attempt's end (End, Finish), apart from its stream's
 	// work sent on a parked stream: armed until the first message back
 	// (see watchTakeUp); owned by the receiving goroutine once armed.
 	takeUp   clock.Timer
@@ -202,9 +201,6 @@ func (a *AttemptConn) Finish() {
 	a.finished.Store(true)
 	a.end()
 }
-
-// ended reports whether the attempt has ended, or its stream.
-func (a *AttemptConn) ended() bool { return a.done.Err() != nil }
 
 // Owner is the connection the attempt stream was received on.
 func (a *AttemptConn) Owner() pool.Reception { return a.reception }
@@ -721,7 +717,7 @@ func (h *Hub) dispatch(ctx context.Context, c *nodeConn, owner pool.Reception, d
 // without touching the lease. Between its messages the stream only waits
 // for its attempt's end (next): over the network on this handler's
 // goroutine; on the in-process channel the handler detaches the stream
-// and returns, and each end goes on on a goroutine of its own (follow),
+// and returns, and each end goes on on a goroutine of its own (detach),
 // so a held or parked in-process stream costs the edge no goroutine.
 func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 	nodeID := nodeIDFrom(stream.Context())
@@ -743,11 +739,11 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return err
 	}
 	if end, ok := inproc.Detach(stream.Context()); ok {
-		h.follow(stream, a, end)
+		h.detach(stream, a, end)
 		return nil
 	}
 	for {
-		<-a.done.Done()
+		a.wait()
 		if a, err = h.next(stream, a); a == nil {
 			return err
 		}
@@ -758,7 +754,6 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 // the dispatch that asked for it.
 func (h *Hub) attach(stream wire.NodeLink_AttemptServer, r pool.Reception, open *wire.AttemptOpen, reopened bool) (*AttemptConn, error) {
 	a := &AttemptConn{stream: stream, reception: r, reusable: open.GetReusable(), unasked: open.GetParksAfterTerminal()}
-	a.done, a.end = context.WithCancel(stream.Context())
 	if !open.GetParked() {
 		if err := h.deliver(open.GetDispatchId(), a); err != nil {
 			a.end()
@@ -785,20 +780,6 @@ func (h *Hub) next(stream wire.NodeLink_AttemptServer, a *AttemptConn) (*Attempt
 		return nil, err
 	}
 	return h.attach(stream, a.reception, open, true)
-}
-
-// follow is Attempt's wait for a detached (in-process) stream: when a
-// ends, next runs on a goroutine of its own, and the stream's next
-// attempt is followed in turn, or the stream ends.
-func (h *Hub) follow(stream wire.NodeLink_AttemptServer, a *AttemptConn, end func(error)) {
-	context.AfterFunc(a.done, func() {
-		b, err := h.next(stream, a)
-		if b == nil {
-			end(err)
-			return
-		}
-		h.follow(stream, b, end)
-	})
 }
 
 // repark takes a finished attempt's stream back as a parked one and

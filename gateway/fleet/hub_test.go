@@ -222,9 +222,7 @@ func TestAbandonedAttemptIsEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.hub.abandon("d1", pd) // open timed out just before reading pd.ch
-	select {
-	case <-a.done.Done():
-	default:
+	if !a.ended() {
 		t.Fatal("the abandoned attempt stream was not ended")
 	}
 	if err := e.hub.deliver("d1", testAttemptConn(owner)); status.Code(err) != codes.NotFound {
@@ -237,7 +235,5 @@ func TestAbandonedAttemptIsEnded(t *testing.T) {
 
 // testAttemptConn is an attempt of owner with no stream.
 func testAttemptConn(owner pool.Reception) *AttemptConn {
-	a := &AttemptConn{reception: owner}
-	a.done, a.end = context.WithCancel(context.Background())
-	return a
+	return &AttemptConn{reception: owner}
 }
