@@ -1,18 +1,76 @@
 package jsonstrict
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // PlainBytes returns the index of the first byte at or after i in b that
 // is a quote, a backslash or a control character — where a scan through
-// a JSON string must look — or len(b). Eight bytes are tested at a time.
+// a JSON string must look — or len(b). Eight bytes are tested at a time;
+// past 128 plain bytes the run is a long string (a prompt, a document),
+// searched a window at a time by plainRun.
 func PlainBytes(b []byte, i int) int {
-	for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
-		i += 8
+	for n := 0; i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])); n++ {
+		if i += 8; n == 15 {
+			return plainRun(b, i)
+		}
 	}
 	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
 		i++
 	}
 	return i
+}
+
+// runWindow bounds each search of plainRun: its windows start at 64
+// bytes and double up to runWindow, so that a string with an escape every
+// so often is not searched far past each one, and a long plain one is
+// searched in few calls.
+const runWindow = 4096
+
+// plainRun is PlainBytes through a long run: in each window the quote and
+// the backslash are found with bytes.IndexByte (vectorised), and only the
+// bytes before them are tested for control characters, 32 at a time.
+func plainRun(b []byte, i int) int {
+	for size := 64; len(b)-i >= 32; size = min(2*size, runWindow) {
+		full := min(size, len(b)-i)
+		w := b[i : i+full]
+		if k := bytes.IndexByte(w, '"'); k >= 0 {
+			w = w[:k]
+		}
+		if k := bytes.IndexByte(w, '\\'); k >= 0 {
+			w = w[:k]
+		}
+		if n := controlFree(w); n < full {
+			return i + n
+		}
+		i += full
+	}
+	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+		i++
+	}
+	return i
+}
+
+// controlFree returns the index of the first control character in w, or
+// len(w).
+func controlFree(w []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	j := 0
+	for ; j+32 <= len(w); j += 32 {
+		v := w[j : j+32]
+		x0, x1 := binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])
+		x2, x3 := binary.LittleEndian.Uint64(v[16:]), binary.LittleEndian.Uint64(v[24:])
+		// A byte below 0x20 borrows into its high bit (a byte of 0x80 or
+		// more has its own, masked out): exact for whether any is.
+		if ((x0-ones*0x20)&^x0|(x1-ones*0x20)&^x1|(x2-ones*0x20)&^x2|(x3-ones*0x20)&^x3)&highs != 0 {
+			break
+		}
+	}
+	for j < len(w) && w[j] >= 0x20 {
+		j++
+	}
+	return j
 }
 
 // special8 reports whether any of the eight bytes in x may be a quote, a
