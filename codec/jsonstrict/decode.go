@@ -10,6 +10,20 @@ import (
 	"sync"
 )
 
+// Raw is a member's JSON text as it stands in the body Unmarshal
+// decoded. Unlike a json.RawMessage it is not a copy: it shares the
+// body's memory, so it is valid as long as the body is, and neither may be
+// modified while the other is in use. For a large value read once — a
+// prompt's content — that is one copy of it fewer.
+type Raw []byte
+
+// UnmarshalJSON copies data, as json.RawMessage does: encoding/json (the
+// fallback of Unmarshal, and any other decoder) may reuse its input.
+func (r *Raw) UnmarshalJSON(data []byte) error {
+	*r = append((*r)[:0], data...)
+	return nil
+}
+
 // Member is one member of a checked JSON object: its key, unescaped, and
 // its value's bytes as written.
 type Member struct {
@@ -20,10 +34,10 @@ type Member struct {
 // decodeInto decodes a checked body's top-level members into the zero
 // struct v as json.Unmarshal would, without encoding/json's own
 // validating pass over the whole body: each member's value is handed to
-// encoding/json alone, a json.RawMessage is copied as it stands, and a
-// slice of structs is split into its objects here — so the bytes of a
-// large message are read by the check and copied, not scanned twice
-// more. It reports false when it met anything it does not decode
+// encoding/json alone, a json.RawMessage is copied as it stands (a Raw
+// is shared), and a slice of structs is split into its objects here — so
+// the bytes of a large message are read by the check and copied (or
+// not), not scanned twice more. It reports false when it met anything it does not decode
 // exactly as encoding/json does (a key matching a field only in another
 // case, a value that does not fit): the caller then zeroes v and lets
 // json.Unmarshal decode the body, which gives the same value or error.
@@ -63,6 +77,7 @@ func (fs *fields) decode(key string, val []byte, v reflect.Value) bool {
 
 var (
 	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	rawType             = reflect.TypeFor[Raw]()
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
@@ -84,6 +99,9 @@ func decodeValue(raw []byte, f reflect.Value, custom bool) bool {
 	switch {
 	case f.Type() == rawMessageType && raw[0] != 'n':
 		f.SetBytes(append([]byte(nil), raw...)) // RawMessage.UnmarshalJSON copies too
+		return true
+	case f.Type() == rawType:
+		f.SetBytes(raw[:len(raw):len(raw)]) // shared, capped: an append copies
 		return true
 	case custom:
 	case raw[0] == '[' && f.Kind() == reflect.Slice && f.IsNil() && fieldsOf(f.Type().Elem()) != nil:

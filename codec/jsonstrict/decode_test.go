@@ -1,6 +1,7 @@
 package jsonstrict
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -204,5 +205,46 @@ func TestStringScanEveryByte(t *testing.T) {
 				t.Fatalf("byte %#x at %d: Check %v, json.Valid %v", c, at, err, valid)
 			}
 		}
+	}
+}
+
+// A Raw member shares the body it was decoded from, capped so an append
+// copies; in a slice of structs too; null is kept as written; and where
+// Unmarshal hands the body to encoding/json, a Raw is a copy, as a
+// json.RawMessage is.
+func TestRawSharesTheBody(t *testing.T) {
+	type msg struct {
+		Content Raw `json:"content"`
+	}
+	var v struct {
+		Content  Raw             `json:"content"`
+		Copy     json.RawMessage `json:"copy"`
+		Messages []msg           `json:"messages"`
+		Null     Raw             `json:"null"`
+	}
+	body := []byte(`{"content":"long prompt","copy":"x","messages":[{"content":[{"type":"text"}]}],"null":null}`)
+	if err := Unmarshal(body, 0, &v); err != nil {
+		t.Fatal(err)
+	}
+	within := func(r []byte) bool {
+		return len(r) > 0 && &r[0] == &body[bytes.Index(body, r)] && cap(r) == len(r)
+	}
+	if string(v.Content) != `"long prompt"` || !within(v.Content) {
+		t.Fatalf("content %q not shared", v.Content)
+	}
+	if string(v.Messages[0].Content) != `[{"type":"text"}]` || !within(v.Messages[0].Content) {
+		t.Fatalf("message content %q not shared", v.Messages[0].Content)
+	}
+	if string(v.Null) != "null" || string(v.Copy) != `"x"` || &v.Copy[0] == &body[bytes.Index(body, []byte(`"x"`))] {
+		t.Fatalf("null %q, copy %q (shared: %v)", v.Null, v.Copy, &v.Copy[0] == &body[bytes.Index(body, []byte(`"x"`))])
+	}
+	// A key matching a field only in another case: encoding/json decodes
+	// the body, and the Raw is its own copy.
+	var w struct {
+		Content Raw `json:"content"`
+	}
+	folded := []byte(`{"CONTENT":"hi"}`)
+	if err := Unmarshal(folded, 0, &w); err != nil || string(w.Content) != `"hi"` || &w.Content[0] == &folded[11] {
+		t.Fatalf("fallback: %q, %v", w.Content, err)
 	}
 }

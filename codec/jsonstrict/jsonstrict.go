@@ -44,7 +44,8 @@ func Check(body []byte, maxDepth int) error {
 // need not validate the whole body again: a zero struct is decoded
 // member by member (decodeInto), anything else by json.Unmarshal. A body
 // Check refuses returns Check's error (IsCheckError); one that does not
-// fit v, encoding/json's.
+// fit v, encoding/json's. A Raw field decoded member by member shares
+// body's memory (see Raw).
 func Unmarshal(body []byte, maxDepth int, v any) error {
 	s, err := check(body, maxDepth)
 	defer s.release()

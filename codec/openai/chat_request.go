@@ -78,11 +78,11 @@ type streamOptions struct {
 }
 
 type messageWire struct {
-	Role       *string         `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       *string         `json:"name"`
-	ToolCallID *string         `json:"tool_call_id"`
-	ToolCalls  []toolCallWire  `json:"tool_calls"`
+	Role       *string        `json:"role"`
+	Content    jsonstrict.Raw `json:"content"` // shares the body: read once, into the message
+	Name       *string        `json:"name"`
+	ToolCallID *string        `json:"tool_call_id"`
+	ToolCalls  []toolCallWire `json:"tool_calls"`
 }
 
 type toolCallWire struct {
@@ -295,7 +295,7 @@ func decodeMessage(i int, w messageWire, neutral **Error) (execution.Message, *E
 	for _, tc := range w.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, execution.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	if e := decodeContent(w.Content, &m, param(".content"), neutral); e != nil {
+	if e := decodeContent(json.RawMessage(w.Content), &m, param(".content"), neutral); e != nil {
 		return m, e
 	}
 	return m, nil
