@@ -49,6 +49,8 @@ type RunRequest struct {
 	ProviderID string // provider identity in the registry
 	Model      string // the exact target served by the provider
 
+	// Messages are the neutral messages; nil for a run whose ChatBody
+	// carries them (a provider that needs them parses them from it).
 	Messages []Message
 	Params   GenerationParams
 

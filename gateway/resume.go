@@ -40,13 +40,14 @@ func translatedOnly(sreq *streamgate.Request, translated func(model string) bool
 }
 
 // continuation is run for model, continuing after prefix: the prefix is
-// a trailing assistant message, in the neutral messages and in the Chat
-// body alike.
+// a trailing assistant message, in the Chat body when the run has one
+// (then the body alone carries the messages), in the neutral messages
+// otherwise.
 func continuation(run *execution.RunRequest, model, prefix string) (*execution.RunRequest, error) {
 	r := *run
 	r.Model, r.Continuation = model, true
-	r.Messages = append(slices.Clone(run.Messages), execution.Message{Role: "assistant", Content: prefix})
 	if len(run.ChatBody) == 0 {
+		r.Messages = append(slices.Clone(run.Messages), execution.Message{Role: "assistant", Content: prefix})
 		return &r, nil
 	}
 	var body map[string]json.RawMessage

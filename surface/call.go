@@ -48,7 +48,7 @@ type Call struct {
 }
 
 func decodeChat(body []byte, lim openai.Limits) (*Call, *openai.Error) {
-	req, e := openai.DecodeChatRequest(body, lim)
+	req, e := openai.CheckChatRequest(body, lim) // the run carries its messages in its ChatBody
 	if e != nil {
 		return nil, e
 	}
@@ -161,7 +161,7 @@ func decodeMessages(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 		c.Untranslated = &openai.Error{Status: ae.Status, Type: openai.TypeInvalidRequest, Message: ae.Message}
 		return c, nil
 	}
-	req, te := openai.DecodeChatRequest(chatBody, lim)
+	req, te := openai.CheckChatRequest(chatBody, lim) // the run carries its messages in its ChatBody
 	if te != nil {
 		c.Untranslated = te
 		return c, nil

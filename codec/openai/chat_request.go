@@ -114,6 +114,20 @@ func CheckBody(body []byte, l Limits) *Error {
 
 // DecodeChatRequest decodes and validates a Chat Completions body.
 func DecodeChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
+	return decodeChatRequest(body, l, true)
+}
+
+// CheckChatRequest is DecodeChatRequest for a body that keeps carrying
+// the messages to whoever needs them (a run whose ChatBody it is: a node
+// parses the messages from it): every message is checked as
+// DecodeChatRequest checks it, and none is kept — the request's Messages
+// are nil, so a long prompt is not copied out of the body.
+func CheckChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
+	return decodeChatRequest(body, l, false)
+}
+
+// decodeChatRequest is DecodeChatRequest, keeping the messages or not.
+func decodeChatRequest(body []byte, l Limits, keep bool) (*ChatRequest, *Error) {
 	l = l.withDefaults()
 	var w chatWire
 	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
@@ -133,7 +147,7 @@ func DecodeChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
 		}
 		req.IncludeUsage = w.StreamOptions.IncludeUsage != nil && *w.StreamOptions.IncludeUsage
 	}
-	msgs, e := decodeMessages(w.Messages, l, &req.Neutral)
+	msgs, e := decodeMessages(w.Messages, l, &req.Neutral, keep)
 	if e != nil {
 		return nil, e
 	}
@@ -233,8 +247,8 @@ func checkSampling(temp, topP, presence, frequency *float64) *Error {
 var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 // decodeMessages checks the decoded messages and maps them to the neutral
-// form.
-func decodeMessages(ws []messageWire, l Limits, neutral **Error) ([]execution.Message, *Error) {
+// form (or only checks them: keep false, nil returned).
+func decodeMessages(ws []messageWire, l Limits, neutral **Error, keep bool) ([]execution.Message, *Error) {
 	if ws == nil {
 		return nil, InvalidRequest("messages", "Missing required parameter: 'messages'.")
 	}
@@ -244,13 +258,18 @@ func decodeMessages(ws []messageWire, l Limits, neutral **Error) ([]execution.Me
 	if len(ws) > l.MaxMessages {
 		return nil, InvalidRequest("messages", "Invalid 'messages': array too long. Expected at most %d messages.", l.MaxMessages)
 	}
-	out := make([]execution.Message, 0, len(ws))
+	var out []execution.Message
+	if keep {
+		out = make([]execution.Message, 0, len(ws))
+	}
 	for i, w := range ws {
-		m, e := decodeMessage(i, w, neutral)
+		m, e := decodeMessage(i, w, neutral, keep)
 		if e != nil {
 			return nil, e
 		}
-		out = append(out, m)
+		if keep {
+			out = append(out, m)
+		}
 	}
 	return out, nil
 }
@@ -277,7 +296,7 @@ func chatTypeError(err error) *Error {
 	return typeError(err)
 }
 
-func decodeMessage(i int, w messageWire, neutral **Error) (execution.Message, *Error) {
+func decodeMessage(i int, w messageWire, neutral **Error, keep bool) (execution.Message, *Error) {
 	param := func(f string) string { return "messages[" + itoa(i) + "]" + f }
 	if w.Role == nil || !roles[*w.Role] {
 		return execution.Message{}, InvalidRequest(param(".role"), "Invalid value for 'role': expected one of system, developer, user, assistant, tool.")
@@ -295,13 +314,16 @@ func decodeMessage(i int, w messageWire, neutral **Error) (execution.Message, *E
 	for _, tc := range w.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, execution.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	if e := decodeContent(json.RawMessage(w.Content), &m, param(".content"), neutral); e != nil {
+	if e := decodeContent(json.RawMessage(w.Content), &m, param(".content"), neutral, keep); e != nil {
 		return m, e
 	}
 	return m, nil
 }
 
-func decodeContent(raw json.RawMessage, m *execution.Message, param string, neutral **Error) *Error {
+// decodeContent checks a message's content and, with keep, sets it on m
+// (a plain string, the common long prompt, is then copied out of the
+// body).
+func decodeContent(raw json.RawMessage, m *execution.Message, param string, neutral **Error, keep bool) *Error {
 	raw = nonNull(raw)
 	if len(raw) == 0 {
 		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
@@ -313,8 +335,10 @@ func decodeContent(raw json.RawMessage, m *execution.Message, param string, neut
 		return InvalidRequest(param, "Missing required parameter: '%s'.", param)
 	}
 	if raw[0] == '"' {
-		if s, ok := plainString(raw); ok {
-			m.Content = s
+		if isPlainString(raw) {
+			if keep {
+				m.Content = string(raw[1 : len(raw)-1])
+			}
 			return nil
 		}
 		return jsonError(json.Unmarshal(raw, &m.Content), param)
@@ -346,17 +370,14 @@ func decodeContent(raw json.RawMessage, m *execution.Message, param string, neut
 	return nil
 }
 
-// plainString is the value of a JSON string literal without escapes —
-// its bytes between the quotes — read without a decoding pass: a body
-// CheckBody passed is valid UTF-8 and valid JSON, so such a literal holds
-// no control character and means exactly its bytes. Long prompts are
-// mostly such strings.
-func plainString(raw json.RawMessage) (string, bool) {
+// isPlainString reports whether raw is a JSON string literal without
+// escapes, whose value is its bytes between the quotes, read without a
+// decoding pass: a body CheckBody passed is valid UTF-8 and valid JSON,
+// so such a literal holds no control character and means exactly its
+// bytes. Long prompts are mostly such strings.
+func isPlainString(raw json.RawMessage) bool {
 	n := len(raw)
-	if n < 2 || raw[0] != '"' || raw[n-1] != '"' || bytes.IndexByte(raw[1:n-1], '\\') >= 0 || bytes.IndexByte(raw[1:n-1], '"') >= 0 {
-		return "", false
-	}
-	return string(raw[1 : n-1]), true
+	return n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && bytes.IndexByte(raw[1:n-1], '"') < 0
 }
 
 func jsonError(err error, param string) *Error {
@@ -436,7 +457,7 @@ func NeutralRun(body []byte) (*execution.RunRequest, *Error) {
 		return nil, chatTypeError(err)
 	}
 	var neutral *Error
-	msgs, e := decodeMessages(w.Messages, relayLimits, &neutral)
+	msgs, e := decodeMessages(w.Messages, relayLimits, &neutral, true)
 	if e != nil {
 		return nil, e
 	}

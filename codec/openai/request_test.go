@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,7 @@ func TestDecodeChatRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, e := DecodeChatRequest([]byte(tt.body), Limits{})
+			sameAsCheck(t, []byte(tt.body), req, e)
 			if !tt.wantErr {
 				if e != nil {
 					t.Fatalf("unexpected error %s", e.Body())
@@ -145,11 +147,34 @@ func TestDecodeResponsesRequest(t *testing.T) {
 	}
 }
 
+// sameAsCheck: CheckChatRequest refuses what DecodeChatRequest refuses,
+// with the same error, and otherwise decodes the same request without
+// its messages.
+func sameAsCheck(t *testing.T, body []byte, req *ChatRequest, e *Error) {
+	t.Helper()
+	c, ce := CheckChatRequest(body, Limits{})
+	if !reflect.DeepEqual(e, ce) {
+		t.Fatalf("decode error %+v, check error %+v", e, ce)
+	}
+	if req == nil {
+		return
+	}
+	if c.Messages != nil {
+		t.Fatalf("check kept messages: %+v", c.Messages)
+	}
+	want := *req
+	want.Messages = nil
+	if !reflect.DeepEqual(&want, c) {
+		t.Fatalf("checked %+v, decoded %+v", c, req)
+	}
+}
+
 func FuzzDecodeChatRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stop":["x"]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, e := DecodeChatRequest(b, Limits{})
+		sameAsCheck(t, b, req, e)
 		if (req == nil) == (e == nil) {
 			t.Fatalf("exactly one of request and error expected: %v %v", req, e)
 		}
