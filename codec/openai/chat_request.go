@@ -334,13 +334,13 @@ func decodeContent(raw json.RawMessage, m *execution.Message, param string, neut
 		}
 		return InvalidRequest(param, "Missing required parameter: '%s'.", param)
 	}
-	if raw[0] == '"' {
-		if isPlainString(raw) {
-			if keep {
-				m.Content = string(raw[1 : len(raw)-1])
-			}
-			return nil
-		}
+	switch {
+	case raw[0] == '"' && !keep:
+		return nil // a string literal of a checked body: nothing to check, nothing kept
+	case raw[0] == '"' && isPlainString(raw):
+		m.Content = string(raw[1 : len(raw)-1])
+		return nil
+	case raw[0] == '"':
 		return jsonError(json.Unmarshal(raw, &m.Content), param)
 	}
 	var parts []contentPart
