@@ -78,12 +78,20 @@ type pooled struct {
 	// advertised is the capacity the node advertised when it was more
 	// than node_limits.max_capacity (0: not clamped), for the status views.
 	advertised int
-	probedAt   time.Time // when it answered
+	probedAt   time.Time         // when it answered
+	served     map[string]string // servedIndex(ad)
 }
 
-// servedName is the name under which ad serves model, or "". Names
-// compare as the adapter does: Ollama treats "llama3.2" and
-// "llama3.2:latest" as one model.
+// advertise sets the provider's advertisement and its index of names.
+func (p *pooled) advertise(ad *wire.ProviderAdvertisement) {
+	p.ad, p.served = ad, servedIndex(ad)
+}
+
+// ServedName is the name under which ad serves model, or "": the first of
+// its models that names model. Names compare as the adapter does: Ollama
+// treats "llama3.2" and "llama3.2:latest" as one model. (The pool looks
+// names up in an index of each advertisement, servedIndex, built to give
+// the same answers.)
 func ServedName(ad *wire.ProviderAdvertisement, model string) string {
 	ollama := ad.GetAdapter() == "ollama"
 	for _, m := range ad.GetModels() {
@@ -92,6 +100,36 @@ func ServedName(ad *wire.ProviderAdvertisement, model string) string {
 		}
 	}
 	return ""
+}
+
+// servedIndex maps each name a request may use for a model of ad to the
+// name ServedName gives it, so that a request looks its model up once
+// instead of comparing it with every advertised model on every
+// candidate (a node serving 50 Ollama models made each comparison build
+// two names). For Ollama, a model is indexed under its tagged name and,
+// for the implicit tag, its bare one too; the first advertised model
+// that answers a name keeps it, as ServedName's scan does.
+func servedIndex(ad *wire.ProviderAdvertisement) map[string]string {
+	models := ad.GetModels()
+	idx := make(map[string]string, len(models))
+	add := func(name, m string) {
+		if _, ok := idx[name]; !ok {
+			idx[name] = m
+		}
+	}
+	ollama := ad.GetAdapter() == "ollama"
+	for _, m := range models {
+		if !ollama {
+			add(m, m)
+			continue
+		}
+		tagged := OllamaName(m)
+		add(tagged, m)
+		if bare, ok := strings.CutSuffix(tagged, ":latest"); ok && OllamaName(bare) == tagged {
+			add(bare, m)
+		}
+	}
+	return idx
 }
 
 // ollamaName adds Ollama's implicit ":latest" tag to a name without one.
@@ -255,10 +293,13 @@ func (p *Pool) SetNode(nodeID string, gen uint64, ads []*wire.ProviderAdvertisem
 		}
 		p.noteServedLocked(ad.GetModels())
 		if pp := p.providers[k]; pp != nil {
-			pp.ad, pp.priority, pp.disabled, pp.advertised = ad, pol.Priority, pol.Disabled, 0
+			pp.advertise(ad)
+			pp.priority, pp.disabled, pp.advertised = pol.Priority, pol.Disabled, 0
 			continue
 		}
-		p.providers[k] = &pooled{key: k, ad: ad, priority: pol.Priority, disabled: pol.Disabled}
+		pp := &pooled{key: k, priority: pol.Priority, disabled: pol.Disabled}
+		pp.advertise(ad)
+		p.providers[k] = pp
 	}
 	for k := range p.providers {
 		if k.NodeID == nodeID && !keep[k] {

@@ -9,13 +9,13 @@ func targetOf(pp *pooled, model string, aliases func(string) []ModelTarget) (str
 			if t.Provider != "" && t.Provider != pp.key.ID() {
 				continue
 			}
-			if served := ServedName(pp.ad, t.Model); served != "" {
+			if served := pp.served[t.Model]; served != "" {
 				return served, max(1, t.Weight)
 			}
 		}
 		return "", 0
 	}
-	return ServedName(pp.ad, model), 1
+	return pp.served[model], 1
 }
 
 // swrr is smooth weighted round robin (nginx's): each pick adds every
