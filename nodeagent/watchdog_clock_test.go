@@ -66,8 +66,11 @@ func TestWatchdogGraceOnItsClock(t *testing.T) {
 		onFinish:   func(v stallVerdict) { done <- v },
 		onEvidence: func(v stallVerdict) *execution.StallEvidence { return stallEvidence(v, attemptIdentity{}) },
 	})
-	go clk.Advance(time.Second) // the stall: its handler waits for the grace (the only timer then)
+	// The start is read before the advance: read after it, the wait below
+	// could never end. The stall's handler then waits for the grace (the
+	// only timer left).
 	start := clk.Now()
+	go clk.Advance(time.Second)
 	wait.Until(t, func() bool { return clk.Now().Sub(start) >= time.Second && clk.Pending() == 1 }) // the grace timer is armed
 	select {
 	case <-done:
