@@ -40,14 +40,16 @@ func translatedOnly(sreq *streamgate.Request, translated func(model string) bool
 }
 
 // continuation is run for model, continuing after prefix: the prefix is
-// a trailing assistant message, in the Chat body when the run has one
-// (then the body alone carries the messages), in the neutral messages
-// otherwise.
+// a trailing assistant message, in the neutral messages when the run
+// carries them and in its Chat body when it has one (a chat run carries
+// its messages in the body alone).
 func continuation(run *execution.RunRequest, model, prefix string) (*execution.RunRequest, error) {
 	r := *run
 	r.Model, r.Continuation = model, true
-	if len(run.ChatBody) == 0 {
+	if len(run.Messages) > 0 || len(run.ChatBody) == 0 {
 		r.Messages = append(slices.Clone(run.Messages), execution.Message{Role: "assistant", Content: prefix})
+	}
+	if len(run.ChatBody) == 0 {
 		return &r, nil
 	}
 	var body map[string]json.RawMessage
