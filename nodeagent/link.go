@@ -282,9 +282,10 @@ func (a *Agent) parked(ctx context.Context, client wire.NodeLinkClient, sess *Se
 // replacement, a finished attempt above the target ends its stream, so
 // steady traffic neither opens nor ends streams. parked says down came
 // on a parked stream (the first work of attempt's did not). The stream
-// ends when carry returns: on this goroutine, or, when an attempt's reads
-// were handed over (handover), on the goroutine they end on, which
-// carries the stream on from there.
+// ends when carry returns: on this goroutine; over the network, on the
+// fresh goroutine each attempt's reads of the stream go on (serve); when
+// an attempt's reads were handed over (handover), on the goroutine they
+// end on, which carries the stream on from there.
 func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Session, log *slog.Logger, attempts *sync.WaitGroup,
 	h held, down *wire.AttemptDown, parked bool) {
 	for down != nil {
@@ -294,7 +295,15 @@ func (a *Agent) carry(ctx context.Context, client wire.NodeLinkClient, sess *Ses
 		}
 		parked = true
 		var ho *handover
-		if down, ho = a.serve(sess, h, down); ho == nil {
+		var await func() *wire.AttemptDown
+		if down, ho, await = a.serve(sess, h, down); await != nil {
+			// The stream is read, and carried on, on a fresh goroutine,
+			// whose stack stays as shallow as a receive while the work
+			// runs; this one, whose stack the start grew, ends.
+			attempts.Go(func() { a.carry(ctx, client, sess, log, attempts, h, await(), true) })
+			return
+		}
+		if ho == nil {
 			continue
 		}
 		attempts.Add(1) // the goroutine the reads end on, until it is done with the stream
@@ -337,14 +346,16 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 // then reads the stream: the edge ending it (or the connection dying)
 // cancels the work. Every stream is reusable and parks itself after the
 // terminal (parkAgain): the next work the edge sends on it is served
-// next. Over the network an attempt costs the node this goroutine and
-// its provider's, no watcher beside them; inline (a stream whose end
-// cancels its context without being read, see endsAttempt) the provider
-// runs on this goroutine before it reads. The work ends (its watchdog,
-// admission and context) as soon as its provider returns. A stream the
-// node half-closed after its terminal gets attemptDrainTimeout for the
-// edge to end it before the node does.
-func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown, ho *handover) {
+// next. Over the network an attempt costs the node two goroutines, no
+// watcher beside them: the provider's, started here, and the one that
+// reads the stream, which serve leaves to its caller (await): a fresh
+// goroutine keeps a held stream's reader on a small stack, where this
+// one's was grown by the start; inline (a stream whose end cancels its
+// context without being read, see endsAttempt) the provider runs on this
+// goroutine before it reads. The work ends (its watchdog, admission and context) as soon as
+// its provider returns. A stream the node half-closed after its terminal
+// gets attemptDrainTimeout for the edge to end it before the node does.
+func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown, ho *handover, await func() *wire.AttemptDown) {
 	var drain atomic.Pointer[clock.Timer]
 	var parked atomic.Bool
 	// halfClosed: 0 while the stream is open, 1 once it is half-closed
@@ -372,13 +383,13 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 				work.end()
 				return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed)
 			}
-			return nil, ho
+			return nil, ho, nil
 		}
 		work.end()
-	} else {
-		a.bridge.providers.Go(func() { work.here(); work.end() })
+		return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed), nil, nil
 	}
-	return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed), nil
+	a.bridge.providers.Go(func() { work.here(); work.end() })
+	return nil, nil, func() *wire.AttemptDown { return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed) }
 }
 
 // awaitNext reads an attempt's stream, once its work was started, for the
