@@ -352,9 +352,10 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 // goroutine keeps a held stream's reader on a small stack, where this
 // one's was grown by the start; inline (a stream whose end cancels its
 // context without being read, see endsAttempt) the provider runs on this
-// goroutine before it reads. The work ends (its watchdog, admission and context) as soon as
-// its provider returns. A stream the node half-closed after its terminal
-// gets attemptDrainTimeout for the edge to end it before the node does.
+// goroutine before it reads. The work ends (its watchdog, admission and
+// context) as soon as its provider returns. A stream the node half-closed
+// after its terminal gets attemptDrainTimeout for the edge to end it
+// before the node does.
 func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown, ho *handover, await func() *wire.AttemptDown) {
 	var drain atomic.Pointer[clock.Timer]
 	var parked atomic.Bool

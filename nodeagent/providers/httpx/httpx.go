@@ -56,8 +56,9 @@ func NewClient() *http.Client {
 // buffer, but a burst of small chunked events is read 1 KiB a call (32
 // events written at once: 12.8 reads instead of 7.7), and response
 // headers longer than 1 KiB take a read more; a large unchunked body is
-// read around the buffer once the pump's own has grown (ReadBuf). An HTTP/2 upstream (TLS) uses the
-// HTTP/2 transport's own buffers, one set per connection, not per stream.
+// read around the buffer once the pump's own has grown (ReadBuf). An
+// HTTP/2 upstream (TLS) uses the HTTP/2 transport's own buffers, one set
+// per connection, not per stream.
 const (
 	ReadBufferSize  = 1 << 10
 	WriteBufferSize = 1 << 10
