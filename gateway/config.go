@@ -64,9 +64,10 @@ type Config struct {
 	// finish before they receive a typed terminal. Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
 	// GCHeadroomBytes keeps at least this many bytes of allocation
-	// between garbage collections while the live heap is small (see
+	// between garbage collections while the process is small (see
 	// internal/gcheadroom): fewer collections under load, for up to this
-	// much more memory; no effect once the live heap is larger than it.
+	// much more memory; no effect once what a collection scans (the live
+	// heap, goroutine stacks, globals) is larger than it.
 	// Default 16 MiB; 0 leaves the collector at the runtime's default, as
 	// does GOGC set in the environment. Changing it needs a restart.
 	GCHeadroomBytes int64 `koanf:"gc_headroom_bytes"`

@@ -2,22 +2,26 @@
 // than every so many bytes of allocation while the live heap is small.
 //
 // The collector starts a cycle when the heap has grown by GOGC percent
-// (100 by default) of what the last cycle found live. A proxy's live heap
-// is small — a few MiB at rest and under a load of short requests — while
-// it allocates tens of KiB per request, so at GOGC=100 it collects every
-// few MiB: hundreds of cycles a second, each with its fixed costs (stop
-// the world twice, scan every goroutine's stack, sweep). The cost is per
-// cycle, not per byte of garbage, so fewer cycles cost less CPU.
+// (100 by default) of what the last cycle scanned: the live heap, and the
+// goroutine stacks and globals beside it. A proxy's live heap is small — a
+// few MiB at rest and under a load of short requests — while it allocates
+// tens of KiB per request, so at GOGC=100 it collects every few MiB:
+// hundreds of cycles a second, each with its fixed costs (stop the world
+// twice, scan every goroutine's stack, sweep). The cost is per cycle, not
+// per byte of garbage, so fewer cycles cost less CPU.
 //
-// Start sets GOGC after each cycle so that the next one starts no sooner
-// than headroom bytes of new allocation later: percent = max(base,
-// headroom × 100 / live). Once the live heap is larger than headroom ×
-// 100 / base (16 MiB at the defaults), base applies unchanged: a process
-// holding thousands of streams collects exactly as before. What it costs
-// is up to headroom bytes of garbage held between cycles while the live
-// heap is small, on the way up to a large one too (measured: a split
-// deployment's memory per held stream at 1,000 streams +5 %, iop dev's
-// unchanged).
+// Start sets GOGC after each cycle so that the next one starts headroom
+// bytes of new allocation later: percent = max(base, headroom × 100 /
+// scanned), scanned being what the runtime multiplies the percent by (the
+// live heap, the stacks and the globals the last cycle scanned). Once
+// those pass headroom × 100 / base (16 MiB at the defaults), base applies
+// unchanged: a process holding thousands of streams collects exactly as
+// before. What it costs is up to headroom bytes of garbage held between
+// cycles while the process is small, on the way up to a large one too.
+// Counting the stacks matters there: a process opening a thousand held
+// streams grows its stacks faster than its heap, and a percent made for
+// the heap alone let garbage pile up for twice the headroom before the
+// first cycle saw them.
 // GOMEMLIMIT keeps its meaning: the runtime collects when the heap nears
 // the limit, whatever the percent.
 package gcheadroom
@@ -45,6 +49,8 @@ func Start(headroom int64) (stop func()) {
 	}
 	t := &tuner{headroom: uint64(headroom), base: 100, current: 100}
 	t.sample[0].Name = "/gc/heap/live:bytes"
+	t.sample[1].Name = "/gc/scan/stack:bytes"
+	t.sample[2].Name = "/gc/scan/globals:bytes"
 	t.arm()
 	return sync.OnceFunc(func() {
 		t.stopped.Store(true)
@@ -60,7 +66,7 @@ type tuner struct {
 	base     int
 	current  int
 	stopped  atomic.Bool
-	sample   [1]metrics.Sample // the live heap, named once
+	sample   [3]metrics.Sample // what the last cycle scanned, named once
 }
 
 // sentinel is garbage as soon as it is made: its finalizer tells the
@@ -77,13 +83,17 @@ func (t *tuner) arm() {
 	})
 }
 
-// adjust sets the percent for the live heap the last cycle found.
+// adjust sets the percent for what the last cycle scanned.
 func (t *tuner) adjust() {
 	metrics.Read(t.sample[:])
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
-		return
+	var scanned uint64
+	for _, s := range t.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		scanned += s.Value.Uint64()
 	}
-	p := Percent(t.sample[0].Value.Uint64(), t.headroom, t.base)
+	p := Percent(scanned, t.headroom, t.base)
 	// A change of less than a tenth is not worth the runtime's lock.
 	if d := p - t.current; d*10 > t.current || -d*10 > t.current {
 		debug.SetGCPercent(p)
@@ -94,13 +104,15 @@ func (t *tuner) adjust() {
 // maxPercent bounds the percent of a nearly empty heap.
 const maxPercent = 100_000
 
-// Percent is the GOGC that leaves at least headroom bytes above live,
-// and never less than base.
-func Percent(live, headroom uint64, base int) int {
-	if live == 0 {
+// Percent is the GOGC that starts the next cycle headroom bytes of
+// allocation after the last, for a cycle that scanned scanned bytes (live
+// heap, stacks, globals: the runtime's goal is the live heap plus percent
+// of those), and never less than base.
+func Percent(scanned, headroom uint64, base int) int {
+	if scanned == 0 {
 		return maxPercent
 	}
-	p := headroom * 100 / live
+	p := headroom * 100 / scanned
 	if p > maxPercent {
 		return maxPercent
 	}

@@ -10,18 +10,18 @@ import (
 
 func TestPercent(t *testing.T) {
 	for _, c := range []struct {
-		live, headroom uint64
-		base, want     int
+		scanned, headroom uint64
+		base, want        int
 	}{
-		{live: 4 << 20, headroom: 16 << 20, base: 100, want: 400},  // a small heap: the headroom decides
-		{live: 16 << 20, headroom: 16 << 20, base: 100, want: 100}, // where the two meet
-		{live: 64 << 20, headroom: 32 << 20, base: 100, want: 100}, // a large heap: base, unchanged
-		{live: 64 << 20, headroom: 32 << 20, base: 200, want: 200},
-		{live: 0, headroom: 32 << 20, base: 100, want: maxPercent},
-		{live: 1, headroom: 32 << 20, base: 100, want: maxPercent}, // bounded
+		{scanned: 4 << 20, headroom: 16 << 20, base: 100, want: 400},  // a small process: the headroom decides
+		{scanned: 16 << 20, headroom: 16 << 20, base: 100, want: 100}, // where the two meet
+		{scanned: 64 << 20, headroom: 32 << 20, base: 100, want: 100}, // a large one: base, unchanged
+		{scanned: 64 << 20, headroom: 32 << 20, base: 200, want: 200},
+		{scanned: 0, headroom: 32 << 20, base: 100, want: maxPercent},
+		{scanned: 1, headroom: 32 << 20, base: 100, want: maxPercent}, // bounded
 	} {
-		if got := Percent(c.live, c.headroom, c.base); got != c.want {
-			t.Errorf("Percent(%d, %d, %d) = %d, want %d", c.live, c.headroom, c.base, got, c.want)
+		if got := Percent(c.scanned, c.headroom, c.base); got != c.want {
+			t.Errorf("Percent(%d, %d, %d) = %d, want %d", c.scanned, c.headroom, c.base, got, c.want)
 		}
 	}
 }
@@ -68,6 +68,52 @@ func TestStartSetsThePercentAfterEachCycle(t *testing.T) {
 	runtime.GC()
 	if p := gogc(t); p != 100 {
 		t.Fatalf("a stopped tuner set the percent to %d", p)
+	}
+}
+
+// scanned reads what the last cycle scanned, as the tuner does.
+func scanned() (live, all uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[0].Value.Uint64() + s[1].Value.Uint64() + s[2].Value.Uint64()
+}
+
+// deep grows its goroutine's stack by about n KiB, then waits for stop.
+func deep(n int, stop <-chan struct{}) byte {
+	var pad [1024]byte
+	if n > 0 {
+		pad[n%len(pad)] = deep(n-1, stop)
+		return pad[0]
+	}
+	<-stop
+	return pad[1]
+}
+
+// TestThePercentCountsStacks: the runtime's goal is the live heap plus
+// percent of the live heap, the stacks and the globals, so a process
+// whose goroutines hold large stacks (held streams) gets the headroom
+// above its heap, not the headroom times the stacks' share.
+func TestThePercentCountsStacks(t *testing.T) {
+	t.Setenv("GOGC", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	stop := make(chan struct{})
+	defer close(stop)
+	for range 64 {
+		go deep(128, stop) // 64 stacks of 128+ KiB: 8 MiB or more, far above this binary's heap
+	}
+	const headroom = 64 << 20
+	end := Start(headroom)
+	defer end()
+	var live, all uint64
+	ok := collectUntil(t, func() bool {
+		live, all = scanned()
+		want := Percent(all, headroom, 100)
+		p := gogc(t)
+		return all > 2*live && p*10 >= want*9 && p*10 <= want*11
+	})
+	if !ok {
+		t.Fatalf("the percent is %d; for %d bytes scanned (%d of them live heap) it should be about %d (the heap alone would give %d)",
+			gogc(t), all, live, Percent(all, headroom, 100), Percent(live, headroom, 100))
 	}
 }
 
