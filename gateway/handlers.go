@@ -57,6 +57,15 @@ func (g *Gateway) accept(c echo.Context, s *surface.Surface) (*streamgate.Reques
 	return g.request(c, s, call, body), nil
 }
 
+// promptEstimate estimates the prompt tokens of a call's body, which its
+// decode may have checked already.
+func promptEstimate(call *surface.Call, body []byte) int64 {
+	if call.Checked {
+		return streamgate.EstimateCheckedPromptTokens(body)
+	}
+	return streamgate.EstimatePromptTokens(body)
+}
+
 // request builds the runtime request of a decoded call: its normalized
 // run (if any), its tunnel form (the body, or the OpenAI request the
 // surface sends instead), its native Ollama form, and how each is rebuilt
@@ -67,7 +76,7 @@ func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call
 	in := c.Request().Header
 	sreq := &streamgate.Request{Surface: s, Model: call.Model, Stream: call.Stream, IncludeUsage: call.IncludeUsage,
 		Fallbacks: cfg.model(call.Model).Fallbacks, Echo: call.Echo, SideEffects: call.SideEffects, OutputLimit: call.OutputLimit,
-		Reshape: call.Reshape, RequestID: access(c).RequestID, PromptEstimate: streamgate.EstimatePromptTokens(body)}
+		Reshape: call.Reshape, RequestID: access(c).RequestID, PromptEstimate: promptEstimate(call, body)}
 	sreq.Work.Refuse = call.Refuse
 	switch {
 	case s.Native:

@@ -51,6 +51,18 @@ func EstimatePromptTokens(body []byte) int64 {
 	return t.estimate()
 }
 
+// EstimateCheckedPromptTokens is EstimatePromptTokens of a body that
+// jsonstrict's check accepted already (a surface's decode did): a large
+// one is walked once, not checked a second time first.
+func EstimateCheckedPromptTokens(body []byte) int64 {
+	if len(body) <= estimateWalkBytes {
+		return estimateParsed(body)
+	}
+	var t tally
+	t.objects = int64(jsonstrict.StringsChecked(body, t.add))
+	return t.estimate()
+}
+
 // tally is what the prompt estimate counts of a body.
 type tally struct{ text, objects, media int64 }
 

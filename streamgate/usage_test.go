@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/codec/jsonstrict"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/testing/bubble"
 	"github.com/iopgw/iop/surface"
@@ -124,11 +125,13 @@ func TestEstimateOneReadMatchesParse(t *testing.T) {
 		if got, want := EstimatePromptTokens(padded), estimateParsed(padded); got != want {
 			t.Errorf("%s: %d, want %d", s, got, want)
 		}
+		checkedMatches(t, padded)
 	}
 	big := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", estimateWalkBytes/6) + `"}]}`)
 	if got, want := EstimatePromptTokens(big), estimateParsed(big); got != want {
 		t.Errorf("a large message: %d, want %d", got, want)
 	}
+	checkedMatches(t, big)
 }
 
 func FuzzEstimateOneReadMatchesParse(f *testing.F) {
@@ -140,5 +143,37 @@ func FuzzEstimateOneReadMatchesParse(f *testing.F) {
 		if got, want := EstimatePromptTokens(padded), estimateParsed(padded); got != want {
 			t.Fatalf("%q: %d, want %d", b, got, want)
 		}
+		checkedMatches(t, padded)
 	})
+}
+
+// checkedMatches: of a body a surface's check accepts, the checked
+// estimate is the estimate.
+func checkedMatches(t *testing.T, body []byte) {
+	t.Helper()
+	if jsonstrict.Check(body, 0) != nil {
+		return
+	}
+	if got, want := EstimateCheckedPromptTokens(body), estimateParsed(body); got != want {
+		t.Errorf("%.80q checked: %d, want %d", body, got, want)
+	}
+}
+
+// BenchmarkEstimateLargePrompt: a 1 MiB chat body's estimate, of a body
+// not known to be JSON (checked first) and of one a surface checked.
+func BenchmarkEstimateLargePrompt(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 1<<20/12) + `"}]}`)
+	for _, c := range []struct {
+		name     string
+		estimate func([]byte) int64
+	}{{"unchecked", EstimatePromptTokens}, {"checked", EstimateCheckedPromptTokens}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if c.estimate(body) <= 0 {
+					b.Fatal("no estimate")
+				}
+			}
+		})
+	}
 }

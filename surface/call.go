@@ -45,6 +45,9 @@ type Call struct {
 	TunnelPath string
 	TunnelBody []byte
 	Reshape    func(status int, header http.Header, body []byte) (int, http.Header, []byte)
+	// Checked: the decode checked the client's body with jsonstrict (its
+	// grammar and strict rules), so what reads it again need not.
+	Checked bool
 }
 
 func decodeChat(body []byte, lim openai.Limits) (*Call, *openai.Error) {
@@ -55,7 +58,7 @@ func decodeChat(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	run := req.RunRequest()
 	run.ChatBody, run.Stream = body, req.Stream
 	c := &Call{Model: req.Model, Stream: req.Stream, IncludeUsage: req.IncludeUsage, Run: run,
-		Refuse: translationRefusal(nil, req.Neutral, body)}
+		Refuse: translationRefusal(nil, req.Neutral, body), Checked: true}
 	if req.N > 1 {
 		c.Run = nil // n > 1 is tunnel-only
 	}
@@ -71,7 +74,7 @@ func decodeResponses(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	chatBody, terr := openai.ResponsesToChat(body)
 	run.ChatBody, run.Stream = chatBody, req.Stream
 	c := &Call{Model: req.Model, Stream: req.Stream, Run: run, Echo: req.Echo(), SideEffects: req.ServerTools,
-		Refuse: translationRefusal(terr, req.Neutral, chatBody)}
+		Refuse: translationRefusal(terr, req.Neutral, chatBody), Checked: true}
 	c.Echo.Store = new(false) // a translated response is not stored anywhere
 	if terr != nil {
 		// State, server tools and the like live upstream: only a provider
@@ -98,7 +101,7 @@ func decodeTunnelOnly(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	if head.Model == nil || *head.Model == "" {
 		return nil, openai.InvalidRequest("model", "you must provide a model parameter")
 	}
-	return &Call{Model: *head.Model, Stream: head.Stream != nil && *head.Stream}, nil
+	return &Call{Model: *head.Model, Stream: head.Stream != nil && *head.Stream, Checked: true}, nil
 }
 
 // decodeMessages reads a Messages request, and its lossless translation
@@ -186,7 +189,7 @@ func decodeAnthropic(body []byte, lim openai.Limits, decode func([]byte) (*anthr
 	if ae != nil {
 		return nil, &openai.Error{Status: ae.Status, Type: openai.TypeInvalidRequest, Message: ae.Message}
 	}
-	return &Call{Model: req.Model, Stream: req.Stream, OutputLimit: req.MaxTokens}, nil
+	return &Call{Model: req.Model, Stream: req.Stream, OutputLimit: req.MaxTokens, Checked: true}, nil
 }
 
 func decodeOllamaRun(generate bool) func([]byte, openai.Limits) (*Call, *openai.Error) {
@@ -203,7 +206,7 @@ func decodeOllamaRun(generate bool) func([]byte, openai.Limits) (*Call, *openai.
 			}
 			return openai.InvalidRequest("", "%s", terr.Message)
 		}
-		return &Call{Model: req.Model, Stream: req.Stream, Run: run, Refuse: refuse}, nil
+		return &Call{Model: req.Model, Stream: req.Stream, Run: run, Refuse: refuse, Checked: true}, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopgw/iop/codec/jsonstrict"
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/wire"
 )
@@ -164,5 +165,36 @@ func TestDecodeForm(t *testing.T) {
 	_ = w.Close()
 	if _, e := ImageEdits.Decode([]byte(nb.String()), w.FormDataContentType(), lim); e == nil || e.Param != "model" {
 		t.Errorf("a form without a model: %v", e)
+	}
+}
+
+// TestCheckedCallsPassTheCheck: a call says its body was checked only when
+// jsonstrict's check accepts the body (the edge then reads it without
+// checking again), and every JSON surface but Ollama's embeddings (plain
+// encoding/json) checks it.
+func TestCheckedCallsPassTheCheck(t *testing.T) {
+	bodies := []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"prompt":"p","input":"i","max_tokens":5}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"prompt":"p","input":"i","max_tokens":5,"model":"n"}`, // a duplicate key
+		"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}],\"prompt\":\"\xff\",\"input\":\"\xff\",\"max_tokens\":5}",
+	}
+	for _, s := range All {
+		if s.form != nil {
+			continue
+		}
+		checked := false
+		for _, b := range bodies {
+			c, e := s.Decode([]byte(b), "application/json", lim)
+			if e != nil || !c.Checked {
+				continue
+			}
+			checked = true
+			if err := jsonstrict.Check([]byte(b), lim.MaxDepth); err != nil {
+				t.Errorf("%s: a call says %q was checked, and the check refuses it: %v", s, b, err)
+			}
+		}
+		if want := s != OllamaEmbed && s != OllamaEmbeddings; checked != want {
+			t.Errorf("%s: a valid body's call says checked %v, want %v", s, checked, want)
+		}
 	}
 }

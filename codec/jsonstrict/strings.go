@@ -11,12 +11,20 @@ import (
 // array's elements have the array's key; the top level has none) and its
 // text, unescaped. It returns the number of objects, the body's own
 // included. It reads the body once more after the check, without
-// recursion and without copying what has no escapes.
+// recursion and without copying what has no escapes (StringsChecked).
 func Strings(body []byte, maxDepth int, fn func(key, text []byte)) (objects int, err error) {
 	s := scanner{grammarOnly: true}
 	if err := s.check(body, maxDepth); err != nil {
 		return 0, err
 	}
+	return StringsChecked(body, fn), nil
+}
+
+// StringsChecked is Strings of a body that Check, Unmarshal or Strings
+// accepted already (at any depth): the same calls and count, without
+// checking it again. Of any other body its answer means nothing, but it
+// returns.
+func StringsChecked(body []byte, fn func(key, text []byte)) (objects int) {
 	var stack [16][]byte
 	keys := stack[:0] // the key of each open container
 	var key []byte    // the key of the value about to be read
@@ -33,12 +41,17 @@ func Strings(body []byte, maxDepth int, fn func(key, text []byte)) (objects int,
 			keys = append(keys, key)
 			i++
 		case '}', ']':
-			keys = keys[:len(keys)-1]
+			if len(keys) > 0 {
+				keys = keys[:len(keys)-1]
+			}
 			i++
 		case ',', ':':
 			i++
 		case '"':
 			end := skipString(body, i)
+			if end-i < 2 || body[end-1] != '"' {
+				return objects // unterminated: not a checked body
+			}
 			if j := skipSpace(body, end); j < len(body) && body[j] == ':' {
 				key = unquoted(body[i:end]) // a member's key
 			} else {
@@ -49,7 +62,7 @@ func Strings(body []byte, maxDepth int, fn func(key, text []byte)) (objects int,
 			i = skip(body, i) // a number or a literal
 		}
 	}
-	return objects, nil
+	return objects
 }
 
 // unquoted is the text of a checked string: its bytes between the
