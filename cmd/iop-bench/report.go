@@ -226,11 +226,7 @@ func growthTable(vs []variant, pl plan, res results) string {
 		row := []string{v.label}
 		for _, m := range metrics {
 			x, ok := res.median(v.label, m)
-			floorMetric := m
-			if m == "cpu_us_per_req_50models" {
-				floorMetric = "cpu_us_per_req"
-			}
-			floor, okf := res.median("naive proxy", floorMetric)
+			floor, okf := res.median("naive proxy", floorMetricOf(res, m))
 			cell := f(x, ok, "%.1f")
 			if ok && okf && floor > 0 && v.label != "naive proxy" {
 				cell += fmt.Sprintf(" (%.2f×)", x/floor)
@@ -239,5 +235,5 @@ func growthTable(vs []variant, pl plan, res results) string {
 		}
 		t.rows = append(t.rows, row)
 	}
-	return "## How cost grows\n\nCPU of the system's processes per stream chunk as concurrent streams grow, per request with a 1 MiB body, and per request to one model of a node serving 50 (tunnel path; against the floor's plain request). In parentheses: the ratio to the naive proxy in this run; nothing should grow faster than the floor's.\n\n" + t.String() + "\n"
+	return "## How cost grows\n\nCPU of the system's processes per stream chunk as concurrent streams grow, per request with a 1 MiB body, and per request to one model of a node serving 50 (tunnel path; the floor sends the same requests, in the same place in the run). In parentheses: the ratio to the naive proxy in this run; nothing should grow faster than the floor's.\n\n" + t.String() + "\n"
 }

@@ -237,7 +237,8 @@ func iopVersion(ctx context.Context, bin string) string {
 
 func proxySystem(px *proc, addr string) *system {
 	return &system{name: "naive ReverseProxy", procs: []*proc{px}, targets: map[string]target{
-		"n": {url: "http://" + addr, model: "bench"}, "hold-n": {url: "http://" + addr, model: "hold-60"}}}
+		"n": {url: "http://" + addr, model: "bench"}, "hold-n": {url: "http://" + addr, model: "hold-60"},
+		"t50": {url: "http://" + addr, model: "bench-m25"}}}
 }
 
 var freshN atomic.Int32
