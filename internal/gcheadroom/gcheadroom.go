@@ -1,5 +1,5 @@
 // Package gcheadroom keeps Go's garbage collector from running more often
-// than every so many bytes of allocation while the live heap is small.
+// than every so many bytes of allocation while the process is small.
 //
 // The collector starts a cycle when the heap has grown by GOGC percent
 // (100 by default) of what the last cycle scanned: the live heap, and the
