@@ -123,7 +123,7 @@ func (g *goalTable) tunnel() {
 func (g *goalTable) channelRatio(metric string, bound func(channelGoals) float64, atLeast bool) func(string) (string, bool, bool) {
 	return func(l string) (string, bool, bool) {
 		v, ok1 := g.res.median(l, metric)
-		floor, ok2 := g.res.median("naive proxy", floorMetricOf(g.res, metric))
+		floor, ok2 := g.res.median("naive proxy", metric)
 		if !ok1 || !ok2 || floor == 0 {
 			return "—", false, false
 		}
@@ -210,15 +210,4 @@ func translationNote(res results) string {
 		}
 	}
 	return b.String() + "\n\n"
-}
-
-// floorMetricOf is the floor's figure a variant's metric is held against:
-// the same metric, measured in the same place in the run — but for the
-// 50-model figure of a report from before the floor sent those requests
-// too (then its plain figure).
-func floorMetricOf(res results, metric string) string {
-	if _, ok := res.median("naive proxy", metric); !ok && metric == "cpu_us_per_req_50models" {
-		return "cpu_us_per_req"
-	}
-	return metric
 }

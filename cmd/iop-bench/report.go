@@ -226,7 +226,7 @@ func growthTable(vs []variant, pl plan, res results) string {
 		row := []string{v.label}
 		for _, m := range metrics {
 			x, ok := res.median(v.label, m)
-			floor, okf := res.median("naive proxy", floorMetricOf(res, m))
+			floor, okf := res.median("naive proxy", m)
 			cell := f(x, ok, "%.1f")
 			if ok && okf && floor > 0 && v.label != "naive proxy" {
 				cell += fmt.Sprintf(" (%.2f×)", x/floor)
