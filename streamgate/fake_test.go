@@ -16,6 +16,7 @@ type fakeAttempt struct {
 	items    []Item
 	delay    time.Duration // before each item
 	hang     bool          // block after the items until closed
+	held     []bool        // held[i]: item i had another behind it in one message (Batched)
 
 	mu     sync.Mutex
 	closed chan struct{}
@@ -48,6 +49,13 @@ func (a *fakeAttempt) Recv() (Item, error) {
 		return Item{}, io.ErrClosedPipe
 	}
 	return Item{}, io.EOF
+}
+
+// More implements Batched from held.
+func (a *fakeAttempt) More() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.i > 0 && a.i <= len(a.held) && a.held[a.i-1]
 }
 
 func (a *fakeAttempt) Close() { a.once.Do(func() { close(a.closed) }) }

@@ -27,6 +27,15 @@ type Item struct {
 	Frame *execution.ProviderTunnelFrame
 }
 
+// Batched is an Attempt that can say it already holds its next item
+// (the node sent several in one message): the client's bytes of the
+// current item are then written without a flush, and the last item held
+// flushes them all in one write. A burst read upstream at once reaches
+// the client at once, in as few writes as its size needs.
+type Batched interface {
+	More() bool
+}
+
 // Attempt is one dispatched attempt: a leased provider working on the
 // request. Recv and Close may be called from different goroutines; Recv
 // from one goroutine at a time.

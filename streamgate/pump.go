@@ -89,6 +89,8 @@ type attemptRun struct {
 	drained  atomic.Bool
 	late     atomic.Bool        // the first-token timeout fired
 	produced bool               // output of this attempt reached the client
+	batch    Batched            // the attempt, when it reports items held behind the current one
+	unforced bool               // output written and not flushed yet (an item was held behind it)
 	rendered eventstream.Output // generated output rendered (normalized path)
 	hold     Timer
 	first    Timer          // the first-token timer; nil once output came
@@ -99,6 +101,7 @@ type attemptRun struct {
 // pump streams one attempt to the client until it ends.
 func (rt *runtime) pump(ctx context.Context, att Attempt) *outcome {
 	ar := &attemptRun{rt: rt, att: att}
+	ar.batch, _ = att.(Batched)
 	switch {
 	case rt.rs.active && att.Kind() == KindEvents && rt.cur != nil && rt.cur.enc != nil:
 		ar.enc = rt.cur.enc // the continuation goes into the same stream
@@ -125,7 +128,25 @@ func (rt *runtime) pump(ctx context.Context, att Attempt) *outcome {
 		if out := ar.item(it); out != nil {
 			return out
 		}
+		if ar.unforced {
+			if out := ar.settle(); out != nil {
+				return out
+			}
+		}
 	}
+}
+
+// settle flushes output written unflushed once no item is held behind
+// the last one.
+func (ar *attemptRun) settle() *outcome {
+	if ar.batch.More() {
+		return nil
+	}
+	ar.unforced = false
+	if err := ar.rt.resp.flush(); err != nil {
+		return clientGone(err)
+	}
+	return nil
 }
 
 // arm starts the attempt's watchers, each of which closes the attempt:
@@ -235,6 +256,11 @@ func (ar *attemptRun) out(p []byte) error {
 	rt := ar.rt
 	h := rt.cfg.Hold
 	if !h.enabled() || rt.resp.State() != TransportUncommitted {
+		if ar.batch != nil && ar.batch.More() {
+			ar.unforced = true
+			return rt.resp.writeUnflushed(p)
+		}
+		ar.unforced = false // this write's flush sends all
 		return rt.resp.write(p)
 	}
 	rt.resp.hold(p)

@@ -103,6 +103,30 @@ func (r *responder) write(p []byte) error {
 	return r.writeLocked(p, true)
 }
 
+// writeUnflushed is write without the flush: more follows at once, and
+// flush (or a later write) sends both.
+func (r *responder) writeUnflushed(p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writeLocked(p, false)
+}
+
+// flush sends what writeUnflushed left in the server's buffers.
+func (r *responder) flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed != nil {
+		return r.failed
+	}
+	if err := r.armDeadline(); err != nil {
+		return err
+	}
+	if err := r.rc.Flush(); err != nil {
+		return r.writeFailed(err)
+	}
+	return nil
+}
+
 // writeLocked writes p, flushing it to the client when flush is set.
 func (r *responder) writeLocked(p []byte, flush bool) error {
 	if r.failed != nil {

@@ -220,6 +220,9 @@ func (a *edgeAttempt) Recv() (streamgate.Item, error) {
 	return a.other(m)
 }
 
+// More implements [streamgate.Batched]: the rest of a batch is held.
+func (a *edgeAttempt) More() bool { return len(a.events)+len(a.frames) > 0 }
+
 // The rarer items are made apart from Recv, whose frame is under every
 // held stream's wait.
 
