@@ -24,7 +24,11 @@ import (
 //   - When the provider reads an upstream body, what one read produced
 //     goes as one message: items wait until the provider is about to
 //     read again (the read hook) — a delay of the time it takes to decode
-//     that read, never of a read.
+//     that read, never of a read. A read here is one of the upstream
+//     connection: the tunnel's pump does not run the hook while the
+//     connection holds bytes it read ahead (httpx's aheadConn), so a
+//     burst goes as one message, and the edge writes it to the client in
+//     one flush (streamgate.Batched).
 //   - A terminal sends everything held with it.
 //
 // Held items are bounded: by maxHeldBytes of text or body, and by

@@ -23,6 +23,7 @@ import (
 // The reads may run elsewhere, and with them the tunnel's end (the
 // Pump's Hand: Tunnel then returns ErrHanded at once).
 func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execution.FrameEmitter) error {
+	req, conn := traced(req)
 	resp, err := c.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -63,6 +64,9 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 		case rerr != nil:
 			failed = readFailure(ctx, resp.StatusCode, rerr)
 			return true
+		}
+		if conn.holding() {
+			return false // the next read takes bytes already read: no wait
 		}
 		p.beforeRead()
 		return false

@@ -1,9 +1,12 @@
 package httpx
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -68,7 +71,7 @@ func tunnelRecord(t *testing.T, url string, pump *Pump, next chan<- struct{}, go
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Tunnel(WithPump(t.Context(), pump), http.DefaultClient, req, em)
+	return Tunnel(WithPump(t.Context(), pump), NewClient(), req, em)
 }
 
 // Tunnel's reads go the same way handed over or not: each read's frame
@@ -113,6 +116,77 @@ func TestTunnelReadsAreStepsHandedOrNot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// burstUpstream answers every connection with an event stream of n
+// events, each its own chunk, written in one write: the whole answer is
+// in the client's socket at once, as when a model's events pile up
+// faster than they are read.
+func burstUpstream(t *testing.T, n int) (url string, body []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var b, wire strings.Builder
+	wire.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for i := range n {
+		ev := fmt.Sprintf("data: {\"i\":%d,\"pad\":%q}\n\n", i, strings.Repeat("x", 200))
+		b.WriteString(ev)
+		fmt.Fprintf(&wire, "%x\r\n%s\r\n", len(ev), ev)
+	}
+	wire.WriteString("0\r\n\r\n")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = http.ReadRequest(bufio.NewReader(c))
+				_, _ = io.WriteString(c, wire.String())
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), []byte(b.String())
+}
+
+// TestTunnelSendsABurstTogether: what one upstream read brought in goes
+// as one message — the read hook does not run while the connection holds
+// bytes read ahead — so a burst of 32 events (7 KiB, many chunks, read
+// through a 1 KiB buffer) takes a few messages, not one per buffer, and
+// arrives whole. (TestTunnelReadsAreStepsHandedOrNot holds the other
+// side: a paced event is sent before the next read waits.)
+func TestTunnelSendsABurstTogether(t *testing.T) {
+	url, want := burstUpstream(t, 32)
+	hooks, reads := 0, 0
+	var got []byte
+	pump := &Pump{BeforeRead: func() { hooks++ }}
+	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
+		if f.Type == execution.FrameTypeBody {
+			reads++
+			got = append(got, f.Body...)
+		}
+	})
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Tunnel(WithPump(t.Context(), pump), NewClient(), req, em); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the burst arrived as %d bytes, want the upstream's %d", len(got), len(want))
+	}
+	// One hook before the first read; then one where the read-ahead
+	// drained and what the 1 KiB buffer still held was read.
+	if hooks > 3 || reads < 4 {
+		t.Fatalf("%d body reads went out as %d messages, want at most 3", reads, hooks)
+	}
+	t.Logf("%d body reads, %d messages", reads, hooks)
 }
 
 // A read that fails in a handed step fails the tunnel as it would in
