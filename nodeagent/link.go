@@ -389,7 +389,7 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 		work.end()
 		return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed), nil, nil
 	}
-	a.bridge.providers.Go(func() { work.here(); work.end() })
+	a.bridge.goProvider(func() { work.here(); work.end() })
 	return nil, nil, func() *wire.AttemptDown { return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed) }
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/iopgw/iop/codec/eventstream"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/clock"
+	"github.com/iopgw/iop/internal/syncx"
 	"github.com/iopgw/iop/internal/tracing"
 	"github.com/iopgw/iop/nodeagent/providers/httpx"
 	"github.com/iopgw/iop/wire"
@@ -39,6 +40,8 @@ type Bridge struct {
 	clock      clock.Clock
 
 	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
+	// workers run the providers of attempts over the network (goProvider).
+	workers *syncx.Workers
 
 	mu       sync.Mutex               // guards the following fields
 	runs     map[string]*attemptState // each run's admitted attempts
@@ -62,8 +65,9 @@ type BridgeConfig struct {
 func NewBridge(c BridgeConfig) *Bridge {
 	b := &Bridge{
 		registry: c.Registry, probes: c.Probes, observer: c.Observer, log: c.Log, closeGrace: c.CloseGrace, tracer: c.Tracer,
-		clock: clock.Or(c.Clock),
-		runs:  map[string]*attemptState{}, inFlight: map[string]*atomic.Int32{},
+		clock:   clock.Or(c.Clock),
+		workers: syncx.NewWorkers(maxIdleWorkers),
+		runs:    map[string]*attemptState{}, inFlight: map[string]*atomic.Int32{},
 	}
 	if b.probes == nil {
 		b.probes = &ProbeCoordinator{}
@@ -119,10 +123,10 @@ func (b *Bridge) CancelRun(runID string) (int, error) {
 }
 
 // Wait waits for every provider goroutine and every health probe to
-// return, up to ctx.
+// return, up to ctx; then the goroutines kept for providers end.
 func (b *Bridge) Wait(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { b.providers.Wait(); b.probes.running.Wait(); close(done) }()
+	go func() { b.providers.Wait(); b.probes.running.Wait(); b.workers.Close(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -492,4 +496,20 @@ func (b *Bridge) startSpan(ctx context.Context, h map[string][]string, desc exec
 	return b.tracer.Start(tracing.Extract(ctx, h), "iop node attempt", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("iop.provider", desc.ProviderID), attribute.String("iop.adapter", desc.Adapter),
 			attribute.String("iop.model", model), attribute.String("iop.path", string(path))))
+}
+
+// maxIdleWorkers bounds the goroutines kept for providers between
+// attempts: enough for the attempts that start while others end at a
+// few hundred concurrent streams; each keeps a stack of a few KiB.
+const maxIdleWorkers = 64
+
+// goProvider runs an attempt's provider on a goroutine kept from an
+// earlier attempt when one waits (its stack already as deep as a round
+// trip needs), counted in b.providers until it returns.
+func (b *Bridge) goProvider(f func()) {
+	b.providers.Add(1)
+	b.workers.Go(func() {
+		defer b.providers.Done()
+		f()
+	})
 }

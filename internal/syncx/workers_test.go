@@ -1,0 +1,156 @@
+package syncx
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+)
+
+// TestWorkersRunEachFunctionOnce: functions handed over from many
+// goroutines at once, while the set is closed halfway, each run exactly
+// once, and no goroutine is left waiting.
+func TestWorkersRunEachFunctionOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := NewWorkers(4)
+		base := runtime.NumGoroutine()
+		const n = 2000
+		var ran [n]atomic.Int32
+		var wg sync.WaitGroup
+		wg.Add(n)
+		for i := range n {
+			if i == n/2 {
+				go w.Close()
+			}
+			go w.Go(func() {
+				defer wg.Done()
+				ran[i].Add(1)
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		for i := range ran {
+			if got := ran[i].Load(); got != 1 {
+				t.Fatalf("function %d ran %d times", i, got)
+			}
+		}
+		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 0 || gs != 0 {
+			t.Fatalf("after Close: %d waiting, %d goroutines left", got, gs)
+		}
+	})
+}
+
+// TestWorkersRunEachFunctionOnceOpen is the same without Close, with
+// the goroutines kept.
+func TestWorkersRunEachFunctionOnceOpen(t *testing.T) {
+	w := NewWorkers(4)
+	defer w.Close()
+	const n = 2000
+	var ran [n]atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		go w.Go(func() {
+			defer wg.Done()
+			ran[i].Add(1)
+		})
+	}
+	wg.Wait()
+	for i := range ran {
+		if got := ran[i].Load(); got != 1 {
+			t.Fatalf("function %d ran %d times", i, got)
+		}
+	}
+}
+
+// TestWorkersKeepAGoroutineForTheNext: a goroutine whose function
+// returned waits, and runs the next function handed over; functions
+// that come one after another never need a second goroutine.
+func TestWorkersKeepAGoroutineForTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := NewWorkers(4)
+		base := runtime.NumGoroutine()
+		for i := range 5 {
+			done := make(chan struct{})
+			w.Go(func() { close(done) })
+			<-done
+			synctest.Wait()
+			if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 1 || gs != 1 {
+				t.Fatalf("after function %d: %d waiting, %d goroutines, want 1 and 1", i, got, gs)
+			}
+		}
+		w.Close()
+		synctest.Wait()
+		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 0 || gs != 0 {
+			t.Fatalf("after Close: %d waiting, %d goroutines left", got, gs)
+		}
+	})
+}
+
+// TestWorkersKeepAtMostMaxIdle: of many goroutines whose functions ran
+// at once, maxIdle wait afterwards and the others end.
+func TestWorkersKeepAtMostMaxIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := NewWorkers(3)
+		defer w.Close()
+		base := runtime.NumGoroutine()
+		release := make(chan struct{})
+		for range 10 {
+			w.Go(func() { <-release })
+		}
+		synctest.Wait()
+		if gs := runtime.NumGoroutine() - base; gs != 10 {
+			t.Fatalf("%d goroutines for 10 blocked functions", gs)
+		}
+		close(release)
+		synctest.Wait()
+		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 3 || gs != 3 {
+			t.Fatalf("%d waiting and %d goroutines after the functions returned, want 3 and 3", got, gs)
+		}
+	})
+}
+
+// TestWorkersRunAfterClose: Go after Close still runs the function, on a
+// goroutine that ends with it.
+func TestWorkersRunAfterClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := NewWorkers(2)
+		w.Close()
+		base := runtime.NumGoroutine()
+		done := make(chan struct{})
+		w.Go(func() { close(done) })
+		<-done
+		synctest.Wait()
+		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 0 || gs != 0 {
+			t.Fatalf("after a function run past Close: %d waiting, %d goroutines", got, gs)
+		}
+	})
+}
+
+// TestWorkersDropWhatAFunctionHeld: a waiting goroutine does not keep
+// what its last function referenced.
+func TestWorkersDropWhatAFunctionHeld(t *testing.T) {
+	w := NewWorkers(1)
+	defer w.Close()
+	freed := make(chan struct{})
+	big := new([1 << 16]byte)
+	runtime.AddCleanup(big, func(ch chan struct{}) { close(ch) }, freed)
+	done := make(chan struct{})
+	held := big // referenced by the function alone from here
+	big = nil
+	w.Go(func() { held[0] = 1; close(done) })
+	<-done
+	for w.Idle() != 1 {
+		runtime.Gosched()
+	}
+	for range 10 {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		default:
+		}
+	}
+	t.Fatal("a waiting goroutine kept its last function's closure alive")
+}
