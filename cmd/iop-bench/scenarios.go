@@ -146,7 +146,7 @@ func growth(pl plan, chunks int) []scenario {
 	for _, c := range pl.scale {
 		out = append(out, scenario{fmt.Sprintf("streams c=%d", c), func(ctx context.Context, v variant, r results) {
 			before := v.sys.cpu()
-			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: c, requests: max(4*c, 64), chunks: chunks})
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: c, requests: max(4*c, 512), chunks: chunks})
 			cpu := v.sys.cpu() - before
 			if res.chunks > 0 && len(v.sys.procs) > 0 {
 				r.add(v.label, fmt.Sprintf("cpu_us_per_chunk_c%d", c), float64(cpu)/1e3/float64(res.chunks))
