@@ -1,6 +1,7 @@
 package syncx
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,16 @@ func TestWorkersRunEachFunctionOnce(t *testing.T) {
 	})
 }
 
+// checkWaiting fails t unless want goroutines of w wait and the process
+// runs exactly want goroutines more than base (run in a synctest bubble,
+// after synctest.Wait).
+func checkWaiting(t *testing.T, w *Workers, base, want int, when string) {
+	t.Helper()
+	if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != want || gs != want {
+		t.Fatalf("%s: %d waiting, %d goroutines, want %d and %d", when, got, gs, want, want)
+	}
+}
+
 // TestWorkersRunEachFunctionOnceOpen is the same without Close, with
 // the goroutines kept.
 func TestWorkersRunEachFunctionOnceOpen(t *testing.T) {
@@ -76,15 +87,11 @@ func TestWorkersKeepAGoroutineForTheNext(t *testing.T) {
 			w.Go(func() { close(done) })
 			<-done
 			synctest.Wait()
-			if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 1 || gs != 1 {
-				t.Fatalf("after function %d: %d waiting, %d goroutines, want 1 and 1", i, got, gs)
-			}
+			checkWaiting(t, w, base, 1, fmt.Sprintf("after function %d", i))
 		}
 		w.Close()
 		synctest.Wait()
-		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 0 || gs != 0 {
-			t.Fatalf("after Close: %d waiting, %d goroutines left", got, gs)
-		}
+		checkWaiting(t, w, base, 0, "after Close")
 	})
 }
 
@@ -105,9 +112,7 @@ func TestWorkersKeepAtMostMaxIdle(t *testing.T) {
 		}
 		close(release)
 		synctest.Wait()
-		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 3 || gs != 3 {
-			t.Fatalf("%d waiting and %d goroutines after the functions returned, want 3 and 3", got, gs)
-		}
+		checkWaiting(t, w, base, 3, "after the functions returned")
 	})
 }
 
@@ -122,9 +127,7 @@ func TestWorkersRunAfterClose(t *testing.T) {
 		w.Go(func() { close(done) })
 		<-done
 		synctest.Wait()
-		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 0 || gs != 0 {
-			t.Fatalf("after a function run past Close: %d waiting, %d goroutines", got, gs)
-		}
+		checkWaiting(t, w, base, 0, "after a function run past Close")
 	})
 }
 
