@@ -7,13 +7,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/iopgw/iop/internal/testing/bubble"
 )
 
 // TestWorkersRunEachFunctionOnce: functions handed over from many
 // goroutines at once, while the set is closed halfway, each run exactly
 // once, and no goroutine is left waiting.
 func TestWorkersRunEachFunctionOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(4)
 		base := runtime.NumGoroutine()
 		const n = 2000
@@ -79,7 +81,7 @@ func TestWorkersRunEachFunctionOnceOpen(t *testing.T) {
 // returned waits, and runs the next function handed over; functions
 // that come one after another never need a second goroutine.
 func TestWorkersKeepAGoroutineForTheNext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(4)
 		base := runtime.NumGoroutine()
 		for i := range 5 {
@@ -98,7 +100,7 @@ func TestWorkersKeepAGoroutineForTheNext(t *testing.T) {
 // TestWorkersKeepAtMostMaxIdle: of many goroutines whose functions ran
 // at once, maxIdle wait afterwards and the others end.
 func TestWorkersKeepAtMostMaxIdle(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(3)
 		defer w.Close()
 		base := runtime.NumGoroutine()
@@ -119,7 +121,7 @@ func TestWorkersKeepAtMostMaxIdle(t *testing.T) {
 // TestWorkersRunAfterClose: Go after Close still runs the function, on a
 // goroutine that ends with it.
 func TestWorkersRunAfterClose(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(2)
 		w.Close()
 		base := runtime.NumGoroutine()
