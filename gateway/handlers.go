@@ -71,7 +71,7 @@ func promptEstimate(call *surface.Call, body []byte) int64 {
 // surface sends instead), its native Ollama form, and how each is rebuilt
 // for a fallback model — the one rewrite, of the model's bytes only.
 func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call, body []byte) *streamgate.Request {
-	runID := "run_" + ids.New()
+	runID := ids.NewWith("run_")
 	cfg := g.confOf(c)
 	in := c.Request().Header
 	sreq := &streamgate.Request{Surface: s, Model: call.Model, Stream: call.Stream, IncludeUsage: call.IncludeUsage,

@@ -60,7 +60,7 @@ func (g *Gateway) takeGeneration(next echo.HandlerFunc) echo.HandlerFunc {
 // entry: the access log names it on every answer, refusals included.
 func (g *Gateway) enter(c echo.Context) echo.Context {
 	rc := &reqContext{Context: c, gen: g.gen.Load()}
-	rc.access.RequestID = "req_" + ids.New()
+	rc.access.RequestID = ids.NewWith("req_")
 	return rc
 }
 

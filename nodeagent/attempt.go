@@ -99,6 +99,9 @@ func (a *attempt[E]) runEnd(err error) {
 		return
 	}
 	logUpstreamFailure(a.b.log, a.provider, err)
+	if err == nil && a.spec.sink.Closed() {
+		return // the provider's own terminal went: none to make (Emit would drop it)
+	}
 	a.spec.sink.Emit(a.spec.terminal(err))
 }
 
@@ -113,7 +116,7 @@ func (a *attempt[E]) finish() {
 		a.spec.sink.Finish(a.spec.cancelled)
 	}
 	a.w.halt()
-	<-a.w.done.Done()
+	<-a.w.done
 	a.cancel()
 	a.b.release(&a.attemptState)
 	if a.spec.span != nil {

@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"github.com/iopgw/iop/internal/clock"
-	"github.com/iopgw/iop/internal/syncx"
 
 	"fmt"
 	"sync"
@@ -25,6 +24,7 @@ type terminalSink[E any] interface {
 	Claim() bool
 	Finish(E) bool
 	Done() <-chan struct{}
+	Closed() bool
 }
 
 // stallVerdict is the joined outcome of a claimed stall.
@@ -68,8 +68,9 @@ type watchdog struct {
 	clock   clock.Clock
 	last    atomic.Int64 // unix nanos of admission or the last progress
 	claimed atomic.Bool
-	stop    *syncx.Event
-	done    *syncx.Event // the watchdog has finished (halted, or the stall delivered)
+	stopped atomic.Bool
+	done    chan struct{} // closed once the watchdog has finished (halted, or the stall delivered)
+	ended   sync.Once     // closes done
 
 	mu sync.Mutex  // orders re-arming against halt
 	t  clock.Timer // set by start
@@ -80,7 +81,7 @@ func newWatchdog(timeout, grace time.Duration, clk clock.Clock) *watchdog {
 	if timeout <= 0 {
 		timeout = time.Duration(execution.DefaultResponseStallTimeoutMS) * time.Millisecond
 	}
-	w := &watchdog{timeout: timeout, grace: grace, clock: clock.Or(clk), stop: syncx.NewEvent(), done: syncx.NewEvent()}
+	w := &watchdog{timeout: timeout, grace: grace, clock: clock.Or(clk), done: make(chan struct{})}
 	w.last.Store(w.clock.Now().UnixNano())
 	return w
 }
@@ -94,14 +95,17 @@ func (w *watchdog) idle() time.Duration { return clock.Since(w.clock, time.Unix(
 // halt stops the watchdog (idempotent); a claim already in progress
 // completes, and done fires when it has.
 func (w *watchdog) halt() {
-	w.stop.Fire()
+	w.stopped.Store(true)
 	w.mu.Lock()
 	pending := w.t != nil && w.t.Stop()
 	w.mu.Unlock()
 	if pending {
-		w.done.Fire() // the timer will not run: nothing is in progress
+		w.finish() // the timer will not run: nothing is in progress
 	}
 }
+
+// finish closes done, once.
+func (w *watchdog) finish() { w.ended.Do(func() { close(w.done) }) }
 
 // watchHooks are what a watchdog needs from its attempt.
 type watchHooks interface {
@@ -129,9 +133,9 @@ func (w *watchdog) start(h watchHooks) {
 // it for the rest of the timeout; otherwise the stall is claimed.
 func (w *watchdog) expire() {
 	w.mu.Lock()
-	if w.stop.HasFired() {
+	if w.stopped.Load() {
 		w.mu.Unlock()
-		w.done.Fire()
+		w.finish()
 		return
 	}
 	idle := w.idle()
@@ -141,7 +145,7 @@ func (w *watchdog) expire() {
 		return
 	}
 	w.mu.Unlock()
-	defer w.done.Fire()
+	defer w.finish()
 	if !w.h.claim() {
 		return // the provider terminal won the race
 	}

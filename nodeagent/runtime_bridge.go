@@ -471,8 +471,11 @@ func asFailure(err error) *execution.ExecutionFailure {
 // transport's error (never the request or a credential; the URL is not
 // in it).
 func logUpstreamFailure(log *slog.Logger, providerID string, err error) {
+	if err == nil {
+		return // before f, which errors.As moves to the heap
+	}
 	var f *execution.ExecutionFailure
-	if err == nil || !errors.As(err, &f) || f.Upstream == nil {
+	if !errors.As(err, &f) || f.Upstream == nil {
 		return
 	}
 	cause, detail := strings.TrimPrefix(f.Upstream.Code, "upstream_"), f.Message

@@ -8,10 +8,10 @@ import (
 )
 
 // NewMessageID returns a fresh msg_ id.
-func NewMessageID() string { return "msg_" + ids.New() }
+func NewMessageID() string { return ids.NewWith("msg_") }
 
 // newToolUseID returns an id for a tool call whose upstream gave none.
-func newToolUseID() string { return "toolu_" + ids.New() }
+func newToolUseID() string { return ids.NewWith("toolu_") }
 
 // StopReason maps a run's finish reason to the API's stop_reason.
 func StopReason(finish string) string {

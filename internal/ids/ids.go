@@ -7,13 +7,25 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // New returns a random 96-bit identifier in hex.
-func New() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+func New() string { return NewWith("") }
+
+// NewWith returns prefix followed by a random 96-bit identifier in hex,
+// made in one allocation (a request makes several: its request, run and
+// attempt ids).
+func NewWith(prefix string) string {
+	var r [12]byte
+	_, _ = rand.Read(r[:])
+	var h [2 * len(r)]byte
+	hex.Encode(h[:], r[:])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(h))
+	b.WriteString(prefix)
+	b.Write(h[:])
+	return b.String()
 }
 
 // Clip bounds an identifier a peer chose (a node id, a model name) to 64
