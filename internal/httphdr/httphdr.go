@@ -35,15 +35,59 @@ var Propagated = []string{"Traceparent", "Tracestate", "X-Request-Id", "Openai-B
 // edgeOnly are request headers the edge owns or the transport recomputes.
 var edgeOnly = []string{"Host", "Content-Length", "Accept-Encoding", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"}
 
-// removeConnectionListed drops the headers named in Connection.
-func removeConnectionListed(h http.Header) {
-	for _, v := range h.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			if name = textproto.TrimString(name); name != "" {
-				h.Del(name)
+// The names the filters drop, canonical, each with why.
+const (
+	dropAlways        = 1 + iota // hop-by-hop, a credential, or the edge's own
+	dropUnlessAllowed            // credential-scoped: dropped unless allowed
+)
+
+var upstreamDrops = func() map[string]int {
+	m := map[string]int{}
+	for _, list := range [][]string{hopByHop, credentials, edgeOnly} {
+		for _, k := range list {
+			m[k] = dropAlways
+		}
+	}
+	for _, k := range CredentialScoped {
+		m[k] = dropUnlessAllowed
+	}
+	return m
+}()
+
+// upstreamFilter decides, header by header, what ForUpstream keeps: one
+// look-up a header the client sent, instead of one a name the lists hold.
+type upstreamFilter struct {
+	allow  []string
+	listed []string // the values of Connection: more hop-by-hop names
+}
+
+func newUpstreamFilter(h http.Header, allow []string) upstreamFilter {
+	return upstreamFilter{allow: allow, listed: h["Connection"]}
+}
+
+func (f upstreamFilter) keeps(k string) bool {
+	switch upstreamDrops[k] {
+	case dropAlways:
+		return false
+	case dropUnlessAllowed:
+		if !containsFold(f.allow, k) {
+			return false
+		}
+	}
+	return !f.connectionListed(k)
+}
+
+// connectionListed reports whether a Connection header names k (as
+// Header.Del would find it: by its canonical form).
+func (f upstreamFilter) connectionListed(k string) bool {
+	for _, v := range f.listed {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" && textproto.CanonicalMIMEHeaderKey(name) == k {
+				return true
 			}
 		}
 	}
+	return false
 }
 
 // ForUpstream returns a copy of a client's request headers that may be
@@ -51,9 +95,28 @@ func removeConnectionListed(h http.Header) {
 // OpenAI-Beta, X-Stainless-* and custom ones, with hop-by-hop headers,
 // credentials, credential-scoped headers (OpenAI-Organization,
 // OpenAI-Project, other vendors' key headers) unless named in allow, Host,
-// Content-Length, Accept-Encoding and X-Forwarded-* removed.
+// Content-Length, Accept-Encoding and X-Forwarded-* removed. What it
+// keeps is copied as Header.Clone copies: the values in one slice.
 func ForUpstream(in http.Header, allow ...string) http.Header {
-	return FilterForUpstream(in.Clone(), allow...)
+	if in == nil {
+		return http.Header{}
+	}
+	f := newUpstreamFilter(in, allow)
+	keys, values := 0, 0
+	for k, vs := range in {
+		if f.keeps(k) {
+			keys, values = keys+1, values+len(vs)
+		}
+	}
+	out := make(http.Header, keys)
+	all := make([]string, values)
+	for k, vs := range in {
+		if f.keeps(k) {
+			n := copy(all, vs)
+			out[k], all = all[:n:n], all[n:]
+		}
+	}
+	return out
 }
 
 // FilterForUpstream is ForUpstream in place: it removes from h, which
@@ -63,16 +126,9 @@ func FilterForUpstream(h http.Header, allow ...string) http.Header {
 	if h == nil {
 		return http.Header{}
 	}
-	removeConnectionListed(h)
-	// The lists hold canonical keys: deleted as they are (Header.Del
-	// would canonicalize each again, on every request).
-	for _, list := range [][]string{hopByHop, credentials, edgeOnly} {
-		for _, k := range list {
-			delete(h, k)
-		}
-	}
-	for _, k := range CredentialScoped {
-		if !containsFold(allow, k) {
+	f := newUpstreamFilter(h, allow)
+	for k := range h {
+		if !f.keeps(k) {
 			delete(h, k)
 		}
 	}
@@ -106,11 +162,7 @@ var fromNode = []string{"Content-Length", "Content-Encoding", "Set-Cookie", "Set
 // the caller owns (each frame decoded from the link is a fresh one), and
 // returns it (an empty map for nil).
 func ForClient(h http.Header) http.Header {
-	h = FromUpstream(h)
-	for _, k := range fromNode {
-		delete(h, k) // canonical, as the lists ForUpstream deletes
-	}
-	return h
+	return dropFromUpstream(h, true)
 }
 
 func containsFold(list []string, k string) bool {
@@ -127,12 +179,39 @@ func containsFold(list []string, k string) bool {
 // (an upstream response's, which nothing reads after), and returns it (an
 // empty map for nil).
 func FromUpstream(h http.Header) http.Header {
+	return dropFromUpstream(h, false)
+}
+
+// responseDrops are the response headers FromUpstream drops (hop) and
+// those ForClient drops besides (node).
+var responseDrops = func() map[string]int {
+	m := map[string]int{}
+	for _, k := range fromNode {
+		m[k] = dropFromNode
+	}
+	for _, k := range hopByHop {
+		m[k] = dropHop
+	}
+	return m
+}()
+
+const (
+	dropHop = 1 + iota
+	dropFromNode
+)
+
+// dropFromUpstream drops from h, in place, the hop-by-hop headers (and
+// those Connection names), and with fromNodes those of fromNode too.
+func dropFromUpstream(h http.Header, fromNodes bool) http.Header {
 	if h == nil {
 		return http.Header{}
 	}
-	removeConnectionListed(h)
-	for _, k := range hopByHop {
-		delete(h, k)
+	f := upstreamFilter{listed: h["Connection"]}
+	for k := range h {
+		switch d := responseDrops[k]; {
+		case d == dropHop, d == dropFromNode && fromNodes, f.connectionListed(k):
+			delete(h, k)
+		}
 	}
 	return h
 }

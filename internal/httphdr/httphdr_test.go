@@ -81,3 +81,41 @@ func TestListsAreCanonical(t *testing.T) {
 		}
 	}
 }
+
+// The in-place filters drop exactly what the copying one does, and the
+// copy is apart from its input: values appended to one never show in the
+// other.
+func TestFiltersAgree(t *testing.T) {
+	in := func() http.Header {
+		return http.Header{"Connection": {"x-listed , Keep-Alive", "other-hop"}, "X-Listed": {"1"}, "Other-Hop": {"2"},
+			"Authorization": {"Bearer c"}, "Openai-Project": {"p"}, "Host": {"h"}, "Accept": {"a", "b"}, "X-Kept": {"k"},
+			"Server": {"s"}, "Upgrade": {"h2c"}}
+	}
+	copied := ForUpstream(in(), "openai-project")
+	inPlace := FilterForUpstream(in(), "openai-project")
+	want := http.Header{"Openai-Project": {"p"}, "Accept": {"a", "b"}, "X-Kept": {"k"}, "Server": {"s"}}
+	for _, got := range []http.Header{copied, inPlace} {
+		if len(got) != len(want) {
+			t.Fatalf("kept %v, want %v", got, want)
+		}
+		for k, v := range want {
+			if got.Get(k) != v[0] || len(got[k]) != len(v) {
+				t.Fatalf("kept %v, want %v", got, want)
+			}
+		}
+	}
+	src := in()
+	out := ForUpstream(src)
+	out["Accept"] = append(out["Accept"], "c")
+	out["X-Kept"] = append(out["X-Kept"], "more")
+	if len(src["Accept"]) != 2 || len(src["X-Kept"]) != 1 || len(out["Accept"]) != 3 {
+		t.Fatalf("the copy shares its values: in %v, out %v", src, out)
+	}
+	resp := ForClient(in())
+	if len(resp) != 5 || resp.Get("Accept") != "a" || resp.Get("X-Kept") != "k" || resp.Get("Server") != "" || resp.Get("X-Listed") != "" {
+		t.Fatalf("for client %v", resp)
+	}
+	if up := FromUpstream(in()); up.Get("Server") != "s" || up.Get("X-Listed") != "" || up.Get("Other-Hop") != "" || up.Get("Upgrade") != "" {
+		t.Fatalf("from upstream %v", up)
+	}
+}
