@@ -1,6 +1,11 @@
 package gateway
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // edgeMetrics are the edge's own collectors, registered on the gateway's
 // registry. Labels are closed sets; no identifier is a label (the model
@@ -12,6 +17,36 @@ type edgeMetrics struct {
 	// adminAuthFailures counts refused admin authentications by result
 	// (invalid, throttled).
 	adminAuthFailures *prometheus.CounterVec
+
+	// The collectors of each route (and status class) seen, looked up
+	// once: a lookup by label values checks and hashes them each time.
+	routeDurations sync.Map // route → prometheus.Observer
+	routeRequests  sync.Map // routeClass → prometheus.Counter
+}
+
+// routeClass is a route and a status class (code / 100).
+type routeClass struct {
+	route string
+	class int
+}
+
+// durationOf is the duration histogram of route.
+func (m *edgeMetrics) durationOf(route string) prometheus.Observer {
+	if o, ok := m.routeDurations.Load(route); ok {
+		return o.(prometheus.Observer)
+	}
+	o, _ := m.routeDurations.LoadOrStore(route, m.duration.WithLabelValues(route))
+	return o.(prometheus.Observer)
+}
+
+// requestsOf is the request counter of route and status code.
+func (m *edgeMetrics) requestsOf(route string, code int) prometheus.Counter {
+	k := routeClass{route, code / 100}
+	if c, ok := m.routeRequests.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.routeRequests.LoadOrStore(k, m.requests.WithLabelValues(route, strconv.Itoa(k.class)+"xx"))
+	return c.(prometheus.Counter)
 }
 
 func newEdgeMetrics(reg prometheus.Registerer) *edgeMetrics {

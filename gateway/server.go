@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -127,7 +126,7 @@ func (g *Gateway) count(c echo.Context, start time.Time, err error) {
 	if route == "" {
 		route = "unmatched"
 	}
-	observeDuration(g.metrics.duration.WithLabelValues(route), time.Since(start), trace.SpanContextFromContext(c.Request().Context()))
+	observeDuration(g.metrics.durationOf(route), time.Since(start), trace.SpanContextFromContext(c.Request().Context()))
 	code := c.Response().Status
 	if err != nil {
 		var he *echo.HTTPError
@@ -135,7 +134,7 @@ func (g *Gateway) count(c echo.Context, start time.Time, err error) {
 			code = he.Code
 		}
 	}
-	g.metrics.requests.WithLabelValues(route, strconv.Itoa(code/100)+"xx").Inc()
+	g.metrics.requestsOf(route, code).Inc()
 }
 
 // authenticate enforces client API keys on the API routes.
