@@ -157,18 +157,24 @@ func (ar *attemptRun) settle() *outcome {
 // stream's wait (a shallow stack stays small).
 func (ar *attemptRun) arm(ctx context.Context) {
 	rt, att := ar.rt, ar.att
-	closeAtt := rt.guarded("closing the attempt", att.Close)
 	ar.backstop = rt.cfg.Clock.AfterFunc(att.StallTimeout()+rt.cfg.BackstopMargin, func() {
 		ar.silent.Store(true)
-		closeAtt()
+		ar.closeAttempt()
 	})
-	ar.unwatch[0] = context.AfterFunc(ctx, closeAtt)
+	ar.unwatch[0] = context.AfterFunc(ctx, ar.closeAttempt)
 	if d := rt.cfg.Drain; d != nil {
-		ar.unwatch[1] = context.AfterFunc(d, func() { ar.drained.Store(true); closeAtt() })
+		ar.unwatch[1] = context.AfterFunc(d, func() { ar.drained.Store(true); ar.closeAttempt() })
 	}
 	if d := rt.policy(att.Model()).FirstTokenTimeout; d > 0 && rt.resp.State() == TransportUncommitted {
-		ar.first = rt.cfg.Clock.AfterFunc(d, func() { ar.late.Store(true); closeAtt() })
+		ar.first = rt.cfg.Clock.AfterFunc(d, func() { ar.late.Store(true); ar.closeAttempt() })
 	}
+}
+
+// closeAttempt closes the attempt from a watcher's goroutine (see
+// recoverIn).
+func (ar *attemptRun) closeAttempt() {
+	defer ar.rt.recoverIn("closing the attempt")
+	ar.att.Close()
 }
 
 // disarm stops what arm started and the commit hold.
@@ -202,20 +208,15 @@ func (ar *attemptRun) item(it Item) *outcome {
 	return out
 }
 
-// guarded wraps f for a goroutine the request owns but no handler
-// recover covers (timer and context callbacks): a panic there fails the
-// response (the attempt ends on its next write or read) and is logged,
-// instead of ending the process.
-func (rt *runtime) guarded(what string, f func()) func() {
-	return func() {
-		defer func() {
-			if v := recover(); v != nil {
-				rt.resp.fail(fmt.Errorf("%s: panic", what))
-				rt.cfg.Log.Error("request goroutine panicked; the request ends with a typed error", "in", what,
-					"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
-			}
-		}()
-		f()
+// recoverIn, deferred on a goroutine the request owns but no handler
+// recover covers (timer and context callbacks), fails the response if
+// it panics in what (the attempt ends on its next write or read) and
+// logs it, instead of ending the process.
+func (rt *runtime) recoverIn(what string) {
+	if v := recover(); v != nil {
+		rt.resp.fail(fmt.Errorf("%s: panic", what))
+		rt.cfg.Log.Error("request goroutine panicked; the request ends with a typed error", "in", what,
+			"panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 	}
 }
 
