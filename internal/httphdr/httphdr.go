@@ -140,7 +140,7 @@ func FilterForUpstream(h http.Header, allow ...string) http.Header {
 func Propagate(in http.Header) map[string][]string {
 	var out map[string][]string
 	for _, k := range Propagated {
-		if v := in.Values(k); len(v) > 0 {
+		if v := in[k]; len(v) > 0 { // canonical, as net/http stores a request's keys
 			if out == nil {
 				out = map[string][]string{}
 			}

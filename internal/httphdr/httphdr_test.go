@@ -73,7 +73,7 @@ func TestPropagateAndForClient(t *testing.T) {
 // The lists ForUpstream deletes by key are canonical, as net/http stores
 // a request's keys: a non-canonical entry would never match.
 func TestListsAreCanonical(t *testing.T) {
-	for _, list := range [][]string{hopByHop, credentials, edgeOnly, CredentialScoped, fromNode} {
+	for _, list := range [][]string{hopByHop, credentials, edgeOnly, CredentialScoped, fromNode, Propagated} {
 		for _, k := range list {
 			if c := http.CanonicalHeaderKey(k); c != k {
 				t.Errorf("%q is not canonical (%q)", k, c)
