@@ -7,6 +7,7 @@ package httphdr
 import (
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -58,11 +59,25 @@ var upstreamDrops = func() map[string]int {
 // look-up a header the client sent, instead of one a name the lists hold.
 type upstreamFilter struct {
 	allow  []string
-	listed []string // the values of Connection: more hop-by-hop names
+	listed []string // the names Connection lists, canonical: more hop-by-hop headers
 }
 
 func newUpstreamFilter(h http.Header, allow []string) upstreamFilter {
-	return upstreamFilter{allow: allow, listed: h["Connection"]}
+	return upstreamFilter{allow: allow, listed: connectionListed(h)}
+}
+
+// connectionListed returns the names h's Connection header lists, in
+// their canonical form (as Header.Del would find them); nil for none.
+func connectionListed(h http.Header) []string {
+	var names []string
+	for _, v := range h["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				names = append(names, textproto.CanonicalMIMEHeaderKey(name))
+			}
+		}
+	}
+	return names
 }
 
 func (f upstreamFilter) keeps(k string) bool {
@@ -74,20 +89,7 @@ func (f upstreamFilter) keeps(k string) bool {
 			return false
 		}
 	}
-	return !f.connectionListed(k)
-}
-
-// connectionListed reports whether a Connection header names k (as
-// Header.Del would find it: by its canonical form).
-func (f upstreamFilter) connectionListed(k string) bool {
-	for _, v := range f.listed {
-		for name := range strings.SplitSeq(v, ",") {
-			if name = textproto.TrimString(name); name != "" && textproto.CanonicalMIMEHeaderKey(name) == k {
-				return true
-			}
-		}
-	}
-	return false
+	return !slices.Contains(f.listed, k)
 }
 
 // ForUpstream returns a copy of a client's request headers that may be
@@ -206,10 +208,10 @@ func dropFromUpstream(h http.Header, fromNodes bool) http.Header {
 	if h == nil {
 		return http.Header{}
 	}
-	f := upstreamFilter{listed: h["Connection"]}
+	listed := connectionListed(h)
 	for k := range h {
 		switch d := responseDrops[k]; {
-		case d == dropHop, d == dropFromNode && fromNodes, f.connectionListed(k):
+		case d == dropHop, d == dropFromNode && fromNodes, slices.Contains(listed, k):
 			delete(h, k)
 		}
 	}
