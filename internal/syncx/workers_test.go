@@ -1,6 +1,7 @@
 package syncx
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"sync"
@@ -17,7 +18,7 @@ import (
 func TestWorkersRunEachFunctionOnce(t *testing.T) {
 	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(4)
-		base := runtime.NumGoroutine()
+		base := bubbleGoroutines()
 		const n = 2000
 		var ran [n]atomic.Int32
 		var wg sync.WaitGroup
@@ -38,7 +39,7 @@ func TestWorkersRunEachFunctionOnce(t *testing.T) {
 				t.Fatalf("function %d ran %d times", i, got)
 			}
 		}
-		if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != 0 || gs != 0 {
+		if got, gs := w.Idle(), bubbleGoroutines()-base; got != 0 || gs != 0 {
 			t.Fatalf("after Close: %d waiting, %d goroutines left", got, gs)
 		}
 	})
@@ -49,32 +50,36 @@ func TestWorkersRunEachFunctionOnce(t *testing.T) {
 // after synctest.Wait).
 func checkWaiting(t *testing.T, w *Workers, base, want int, when string) {
 	t.Helper()
-	if got, gs := w.Idle(), runtime.NumGoroutine()-base; got != want || gs != want {
+	if got, gs := w.Idle(), bubbleGoroutines()-base; got != want || gs != want {
 		t.Fatalf("%s: %d waiting, %d goroutines, want %d and %d", when, got, gs, want, want)
 	}
 }
 
 // TestWorkersRunEachFunctionOnceOpen is the same without Close, with
-// the goroutines kept.
+// the goroutines kept. In a bubble like the others: its kept goroutines
+// end with it (the bubble waits for them), not during the next test,
+// whose goroutine counts they would change.
 func TestWorkersRunEachFunctionOnceOpen(t *testing.T) {
-	w := NewWorkers(4)
-	defer w.Close()
-	const n = 2000
-	var ran [n]atomic.Int32
-	var wg sync.WaitGroup
-	wg.Add(n)
-	for i := range n {
-		go w.Go(func() {
-			defer wg.Done()
-			ran[i].Add(1)
-		})
-	}
-	wg.Wait()
-	for i := range ran {
-		if got := ran[i].Load(); got != 1 {
-			t.Fatalf("function %d ran %d times", i, got)
+	bubble.Test(t, func(t *testing.T) {
+		w := NewWorkers(4)
+		defer w.Close()
+		const n = 2000
+		var ran [n]atomic.Int32
+		var wg sync.WaitGroup
+		wg.Add(n)
+		for i := range n {
+			go w.Go(func() {
+				defer wg.Done()
+				ran[i].Add(1)
+			})
 		}
-	}
+		wg.Wait()
+		for i := range ran {
+			if got := ran[i].Load(); got != 1 {
+				t.Fatalf("function %d ran %d times", i, got)
+			}
+		}
+	})
 }
 
 // TestWorkersKeepAGoroutineForTheNext: a goroutine whose function
@@ -83,7 +88,7 @@ func TestWorkersRunEachFunctionOnceOpen(t *testing.T) {
 func TestWorkersKeepAGoroutineForTheNext(t *testing.T) {
 	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(4)
-		base := runtime.NumGoroutine()
+		base := bubbleGoroutines()
 		for i := range 5 {
 			done := make(chan struct{})
 			w.Go(func() { close(done) })
@@ -103,13 +108,13 @@ func TestWorkersKeepAtMostMaxIdle(t *testing.T) {
 	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(3)
 		defer w.Close()
-		base := runtime.NumGoroutine()
+		base := bubbleGoroutines()
 		release := make(chan struct{})
 		for range 10 {
 			w.Go(func() { <-release })
 		}
 		synctest.Wait()
-		if gs := runtime.NumGoroutine() - base; gs != 10 {
+		if gs := bubbleGoroutines() - base; gs != 10 {
 			t.Fatalf("%d goroutines for 10 blocked functions", gs)
 		}
 		close(release)
@@ -124,7 +129,7 @@ func TestWorkersRunAfterClose(t *testing.T) {
 	bubble.Test(t, func(t *testing.T) {
 		w := NewWorkers(2)
 		w.Close()
-		base := runtime.NumGoroutine()
+		base := bubbleGoroutines()
 		done := make(chan struct{})
 		w.Go(func() { close(done) })
 		<-done
@@ -158,4 +163,25 @@ func TestWorkersDropWhatAFunctionHeld(t *testing.T) {
 		}
 	}
 	t.Fatal("a waiting goroutine kept its last function's closure alive")
+}
+
+// bubbleGoroutines counts the goroutines of the caller's bubble (the
+// runtime marks each in a stack dump): runtime.NumGoroutine counts the
+// process's, which another test's goroutines, ending meanwhile, change.
+func bubbleGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	first, _, _ := bytes.Cut(buf, []byte("\n")) // the caller's own header
+	_, id, ok := bytes.Cut(first, []byte("synctest bubble "))
+	if !ok {
+		panic("bubbleGoroutines: not called in a bubble")
+	}
+	tag := []byte("synctest bubble " + string(bytes.TrimSuffix(id, []byte("]:"))) + "]")
+	n := 0
+	for line := range bytes.Lines(buf) {
+		if bytes.HasPrefix(line, []byte("goroutine ")) && bytes.Contains(line, tag) {
+			n++
+		}
+	}
+	return n
 }
