@@ -42,18 +42,17 @@ const (
 	dropUnlessAllowed            // credential-scoped: dropped unless allowed
 )
 
-var upstreamDrops = func() map[string]int {
-	m := map[string]int{}
-	for _, list := range [][]string{hopByHop, credentials, edgeOnly} {
+var upstreamDrops = marked(marked(map[string]int{}, dropAlways, hopByHop, credentials, edgeOnly), dropUnlessAllowed, CredentialScoped)
+
+// marked sets class for every name of lists in m, and returns m.
+func marked(m map[string]int, class int, lists ...[]string) map[string]int {
+	for _, list := range lists {
 		for _, k := range list {
-			m[k] = dropAlways
+			m[k] = class
 		}
 	}
-	for _, k := range CredentialScoped {
-		m[k] = dropUnlessAllowed
-	}
 	return m
-}()
+}
 
 // upstreamFilter decides, header by header, what ForUpstream keeps: one
 // look-up a header the client sent, instead of one a name the lists hold.
@@ -186,16 +185,7 @@ func FromUpstream(h http.Header) http.Header {
 
 // responseDrops are the response headers FromUpstream drops (hop) and
 // those ForClient drops besides (node).
-var responseDrops = func() map[string]int {
-	m := map[string]int{}
-	for _, k := range fromNode {
-		m[k] = dropFromNode
-	}
-	for _, k := range hopByHop {
-		m[k] = dropHop
-	}
-	return m
-}()
+var responseDrops = marked(marked(map[string]int{}, dropFromNode, fromNode), dropHop, hopByHop)
 
 const (
 	dropHop = 1 + iota
