@@ -42,9 +42,9 @@ func newProvider(pc *ProviderConfig, malformed *prometheus.CounterVec, log *slog
 			IgnoreCancel: s.IgnoreCancel, ProbeUnavailable: s.Probe == "unavailable", UnhealthyAfterStall: s.UnhealthyAfterStall,
 		}), nil
 	case "ollama":
-		return ollama.New(ollama.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred}), nil
+		return ollama.New(ollama.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred, Client: httpx.NewClient(pc.Capacity)}), nil
 	case "openai":
-		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred, NonStream: pc.NonStream,
+		return openai.New(openai.Config{BaseURL: pc.BaseURL, InstanceKey: pc.InstanceKey, Credentials: cred, NonStream: pc.NonStream, Client: httpx.NewClient(pc.Capacity),
 			PrefillFields: pc.PrefillFields,
 			OnMalformed: func() {
 				malformed.WithLabelValues(pc.Adapter).Inc()

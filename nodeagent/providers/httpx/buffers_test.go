@@ -68,7 +68,7 @@ func TestSmallConnectionBuffersKeepEveryByte(t *testing.T) {
 	h2.StartTLS()
 	defer h2.Close()
 	for _, up := range []*httptest.Server{plain, secure, h2} {
-		client := NewClient()
+		client := NewClient(0)
 		if up.TLS != nil {
 			client.Transport.(*http.Transport).TLSClientConfig = up.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 		}

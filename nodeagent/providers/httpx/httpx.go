@@ -22,17 +22,26 @@ import (
 	"github.com/iopgw/iop/internal/httphdr"
 )
 
-// NewClient returns the client providers use upstream. It sets no overall
-// timeout — a stream may legitimately last long, and the node watchdog
-// owns liveness — but bounds dialing and TLS handshakes.
-func NewClient() *http.Client {
+// NewClient returns the client a provider uses upstream. It sets no
+// overall timeout — a stream may legitimately last long, and the node
+// watchdog owns liveness — but bounds dialing and TLS handshakes.
+//
+// It keeps up to concurrent connections to a host open between requests
+// (at least MinIdlePerHost): a provider has at most its capacity of
+// requests upstream at once, so the connections it used at its busiest
+// are reused rather than closed and dialled again; any idle for
+// IdleConnTimeout close. A fixed 64 made a provider serving 1,000
+// concurrent streams dial most of them anew — a handshake and two fresh
+// connection goroutines each — which cost 16 % more CPU a stream than
+// keeping them (docs/performance.md).
+func NewClient(concurrent int) *http.Client {
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialAhead((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConns:          0, // bounded per host, below
+		MaxIdleConnsPerHost:   max(concurrent, MinIdlePerHost),
+		IdleConnTimeout:       IdleConnTimeout,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		// Response headers travel to the edge in one message, which the
@@ -43,6 +52,13 @@ func NewClient() *http.Client {
 	}
 	return &http.Client{Transport: t}
 }
+
+// MinIdlePerHost is the fewest idle connections a provider's client keeps
+// to a host; IdleConnTimeout closes those unused that long.
+const (
+	MinIdlePerHost  = 64
+	IdleConnTimeout = 90 * time.Second
+)
 
 // ReadBufferSize and WriteBufferSize size the buffers each upstream
 // HTTP/1 connection reads responses and writes requests through, held for

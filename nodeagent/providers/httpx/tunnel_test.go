@@ -71,7 +71,7 @@ func tunnelRecord(t *testing.T, url string, pump *Pump, next chan<- struct{}, go
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Tunnel(WithPump(t.Context(), pump), NewClient(), req, em)
+	return Tunnel(WithPump(t.Context(), pump), NewClient(0), req, em)
 }
 
 // Tunnel's reads go the same way handed over or not: each read's frame
@@ -175,7 +175,7 @@ func TestTunnelSendsABurstTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Tunnel(WithPump(t.Context(), pump), NewClient(), req, em); err != nil {
+	if err := Tunnel(WithPump(t.Context(), pump), NewClient(0), req, em); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {

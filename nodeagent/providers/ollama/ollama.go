@@ -43,7 +43,7 @@ var (
 // New returns a provider.
 func New(cfg Config) *Provider {
 	if cfg.Client == nil {
-		cfg.Client = httpx.NewClient()
+		cfg.Client = httpx.NewClient(0)
 	}
 	return &Provider{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/")}
 }

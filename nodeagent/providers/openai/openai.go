@@ -23,7 +23,7 @@ type Config struct {
 	InstanceKey string
 	Adapter     string // the adapter name reported by probes; default "openai"
 	Credentials httpx.Credentials
-	Client      *http.Client // default httpx.NewClient()
+	Client      *http.Client // default httpx.NewClient(0)
 	// NonStream is how a client's non-stream request reaches the upstream
 	// on the normalized path: NonStreamStream (default) or NonStreamJSON.
 	NonStream string
@@ -70,7 +70,7 @@ var (
 // New returns a provider.
 func New(cfg Config) *Provider {
 	if cfg.Client == nil {
-		cfg.Client = httpx.NewClient()
+		cfg.Client = httpx.NewClient(0)
 	}
 	if cfg.Adapter == "" {
 		cfg.Adapter = "openai"
