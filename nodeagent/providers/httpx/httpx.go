@@ -27,10 +27,10 @@ import (
 // watchdog owns liveness — but bounds dialing and TLS handshakes.
 //
 // It keeps up to concurrent connections to a host open between requests
-// (at least MinIdlePerHost): a provider has at most its capacity of
+// (at least minIdlePerHost): a provider has at most its capacity of
 // requests upstream at once, so the connections it used at its busiest
 // are reused rather than closed and dialled again; any idle for
-// IdleConnTimeout close. A fixed 64 made a provider serving 1,000
+// idleConnTimeout close. A fixed 64 made a provider serving 1,000
 // concurrent streams dial most of them anew — a handshake and two fresh
 // connection goroutines each — which cost 16 % more CPU a stream than
 // keeping them (docs/performance.md).
@@ -40,8 +40,8 @@ func NewClient(concurrent int) *http.Client {
 		DialContext:           dialAhead((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          0, // bounded per host, below
-		MaxIdleConnsPerHost:   max(concurrent, MinIdlePerHost),
-		IdleConnTimeout:       IdleConnTimeout,
+		MaxIdleConnsPerHost:   max(concurrent, minIdlePerHost),
+		IdleConnTimeout:       idleConnTimeout,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		// Response headers travel to the edge in one message, which the
@@ -53,11 +53,11 @@ func NewClient(concurrent int) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// MinIdlePerHost is the fewest idle connections a provider's client keeps
-// to a host; IdleConnTimeout closes those unused that long.
+// minIdlePerHost is the fewest idle connections a provider's client keeps
+// to a host; idleConnTimeout closes those unused that long.
 const (
-	MinIdlePerHost  = 64
-	IdleConnTimeout = 90 * time.Second
+	minIdlePerHost  = 64
+	idleConnTimeout = 90 * time.Second
 )
 
 // ReadBufferSize and WriteBufferSize size the buffers each upstream

@@ -13,16 +13,16 @@ import (
 // TestClientKeepsWhatItUsedAtOnce: a provider's client keeps the
 // connections of its busiest moment, up to its capacity, so a second
 // burst as wide as the first dials nothing; the default keeps
-// MinIdlePerHost, and a wider burst redials the rest.
+// minIdlePerHost, and a wider burst redials the rest.
 func TestClientKeepsWhatItUsedAtOnce(t *testing.T) {
-	const wide = MinIdlePerHost + 36
+	const wide = minIdlePerHost + 36
 	for _, c := range []struct {
 		name     string
 		capacity int
 		redials  func(int) bool
 	}{
 		{"capacity", wide, func(n int) bool { return n == 0 }},
-		{"default", 0, func(n int) bool { return n >= wide-MinIdlePerHost }},
+		{"default", 0, func(n int) bool { return n >= wide-minIdlePerHost }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var dials atomic.Int64
