@@ -195,14 +195,19 @@ var fieldCache sync.Map // reflect.Type → *fields (nil: not a plain struct)
 // fieldsOf returns the JSON fields of t, or nil unless t is a struct
 // whose fields encoding/json maps one to one by their names: no embedded
 // structs, no ",string" options, no names it would reject.
+// The answer is cached per type, custom types' nil included: the
+// method-set checks run once a type, not once a value.
 func fieldsOf(t reflect.Type) *fields {
-	if t.Kind() != reflect.Struct || custom(t) {
+	if t.Kind() != reflect.Struct {
 		return nil
 	}
 	if fs, ok := fieldCache.Load(t); ok {
 		return fs.(*fields)
 	}
-	fs := plainFields(t)
+	var fs *fields
+	if !custom(t) {
+		fs = plainFields(t)
+	}
 	fieldCache.Store(t, fs)
 	return fs
 }

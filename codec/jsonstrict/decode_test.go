@@ -248,3 +248,23 @@ func TestRawSharesTheBody(t *testing.T) {
 		t.Fatalf("fallback: %q, %v", w.Content, err)
 	}
 }
+
+// TestFieldsOfCachesCustomTypes: a struct that decodes itself is told
+// apart once, and its answer (no plain fields) is served from the cache
+// after, like a plain struct's.
+func TestFieldsOfCachesCustomTypes(t *testing.T) {
+	custom, plain := reflect.TypeFor[customObject](), reflect.TypeFor[fuzzWire]()
+	if fieldsOf(custom) != nil {
+		t.Fatal("a custom struct has plain fields")
+	}
+	if fs, ok := fieldCache.Load(custom); !ok || fs.(*fields) != nil {
+		t.Fatalf("custom struct cached as %v (present %v), want a nil entry", fs, ok)
+	}
+	fs := fieldsOf(plain)
+	if fs == nil || fieldsOf(plain) != fs {
+		t.Fatalf("plain struct fields %v not cached", fs)
+	}
+	if fieldsOf(reflect.TypeFor[*customObject]()) != nil {
+		t.Fatal("a pointer has fields")
+	}
+}

@@ -236,9 +236,12 @@ func checkSampling(temp, topP, presence, frequency *float64) *Error {
 	if topP != nil && (math.IsNaN(*topP) || *topP < 0 || *topP > 1) {
 		return InvalidRequest("top_p", "Invalid 'top_p': expected a number between 0 and 1.")
 	}
-	for name, v := range map[string]*float64{"presence_penalty": presence, "frequency_penalty": frequency} {
-		if v != nil && (*v < -2 || *v > 2) {
-			return InvalidRequest(name, "Invalid '%s': expected a number between -2 and 2.", name)
+	for _, p := range [...]struct {
+		name string
+		v    *float64
+	}{{"presence_penalty", presence}, {"frequency_penalty", frequency}} {
+		if p.v != nil && (*p.v < -2 || *p.v > 2) {
+			return InvalidRequest(p.name, "Invalid '%s': expected a number between -2 and 2.", p.name)
 		}
 	}
 	return nil
