@@ -15,49 +15,10 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
-	"time"
 
 	oai "github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
-)
-
-// NewClient returns the client a provider uses upstream. It sets no
-// overall timeout — a stream may legitimately last long, and the node
-// watchdog owns liveness — but bounds dialing and TLS handshakes.
-//
-// It keeps up to concurrent connections to a host open between requests
-// (at least minIdlePerHost): a provider has at most its capacity of
-// requests upstream at once, so the connections it used at its busiest
-// are reused rather than closed and dialled again; any idle for
-// idleConnTimeout close. A fixed 64 made a provider serving 1,000
-// concurrent streams dial most of them anew — a handshake and two fresh
-// connection goroutines each — which cost 16 % more CPU a stream than
-// keeping them (docs/performance.md).
-func NewClient(concurrent int) *http.Client {
-	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialAhead((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          0, // bounded per host, below
-		MaxIdleConnsPerHost:   max(concurrent, minIdlePerHost),
-		IdleConnTimeout:       idleConnTimeout,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		// Response headers travel to the edge in one message, which the
-		// edge bounds (wire.EdgeMaxRecvMessage).
-		MaxResponseHeaderBytes: 64 << 10,
-		ReadBufferSize:         ReadBufferSize,
-		WriteBufferSize:        WriteBufferSize,
-	}
-	return &http.Client{Transport: t}
-}
-
-// minIdlePerHost is the fewest idle connections a provider's client keeps
-// to a host; idleConnTimeout closes those unused that long.
-const (
-	minIdlePerHost  = 64
-	idleConnTimeout = 90 * time.Second
 )
 
 // ReadBufferSize and WriteBufferSize size the buffers each upstream
