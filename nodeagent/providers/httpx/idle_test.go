@@ -54,12 +54,13 @@ func TestClientKeepsWhatItUsedAtOnce(t *testing.T) {
 type burstServer struct {
 	*httptest.Server
 	dials, closes atomic.Int64
+	closed        chan struct{} // a receive for each connection closed
 	arrived       sync.WaitGroup
 	release       atomic.Pointer[chan struct{}]
 }
 
 func newBurstServer(t *testing.T) *burstServer {
-	b := &burstServer{}
+	b := &burstServer{closed: make(chan struct{}, 1024)}
 	b.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if gate := b.release.Load(); gate != nil {
 			b.arrived.Done()
@@ -73,6 +74,7 @@ func newBurstServer(t *testing.T) *burstServer {
 			b.dials.Add(1)
 		case http.StateClosed:
 			b.closes.Add(1)
+			b.closed <- struct{}{}
 		}
 	}
 	b.Start()
@@ -120,13 +122,13 @@ func TestSurplusConnectionsCloseSoon(t *testing.T) {
 	if n := up.dials.Load(); n != wide {
 		t.Fatalf("the burst of %d dialled %d connections", wide, n)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for up.closes.Load() < wide-minIdlePerHost && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // more than the surplus would close, if any did
-	if n := up.closes.Load(); n != wide-minIdlePerHost {
-		t.Fatalf("%d connections closed after the burst, want the surplus's %d", n, wide-minIdlePerHost)
+	timeout := time.After(10 * time.Second)
+	for range wide - minIdlePerHost {
+		select {
+		case <-up.closed:
+		case <-timeout:
+			t.Fatalf("%d connections closed after the burst, want the surplus's %d", up.closes.Load(), wide-minIdlePerHost)
+		}
 	}
 	for range 3 {
 		resp, err := client.Get(up.URL)
@@ -138,6 +140,9 @@ func TestSurplusConnectionsCloseSoon(t *testing.T) {
 	}
 	if n := up.dials.Load(); n != wide {
 		t.Fatalf("requests one at a time after the burst dialled %d connections", n-wide)
+	}
+	if n := up.closes.Load(); n != wide-minIdlePerHost {
+		t.Fatalf("%d connections closed, want the surplus's %d: the warm tier's stay", n, wide-minIdlePerHost)
 	}
 }
 
