@@ -357,19 +357,14 @@ func openAttempt(ctx context.Context, client wire.NodeLinkClient, open *wire.Att
 // after its terminal gets attemptDrainTimeout for the edge to end it
 // before the node does.
 func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire.AttemptDown, ho *handover, await func() *wire.AttemptDown) {
-	var drain atomic.Pointer[clock.Timer]
-	var parked atomic.Bool
-	// halfClosed: 0 while the stream is open, 1 once it is half-closed
-	// and counted in a.closing, 2 once it is over (ended runs on the
-	// provider's goroutine and may come after the edge ended the stream).
-	var halfClosed atomic.Int32
+	r := &reuse{}
 	ended := func() {
-		if !a.parkAgain(sess, h, &parked) {
-			if halfClosed.CompareAndSwap(0, 1) {
+		if !a.parkAgain(sess, h, &r.parked) {
+			if r.halfClosed.CompareAndSwap(0, 1) {
 				a.closing.Add(1) // until the edge ends the stream (below)
 			}
 			t := a.bridge.clock.AfterFunc(attemptDrainTimeout, h.cancel)
-			drain.Store(&t)
+			r.drain.Store(&t)
 		}
 	}
 	ctx := h.ctx
@@ -382,29 +377,41 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 		if ho != nil && ho.taken.Load() {
 			ho.serveEnd = func() *wire.AttemptDown {
 				work.end()
-				return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed)
+				return a.awaitNext(sess, h, work, r)
 			}
 			return nil, ho, nil
 		}
 		work.end()
-		return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed), nil, nil
+		return a.awaitNext(sess, h, work, r), nil, nil
 	}
 	a.bridge.goProvider(func() { work.here(); work.end() })
-	return nil, nil, func() *wire.AttemptDown { return a.awaitNext(sess, h, work, &drain, &parked, &halfClosed) }
+	return nil, nil, func() *wire.AttemptDown { return a.awaitNext(sess, h, work, r) }
+}
+
+// reuse is what an attempt's terminal made of its stream, read when the
+// stream's next work or end comes: parked again for more work, or
+// half-closed with a timer for the edge to end it. Its fields live in
+// one allocation an attempt.
+type reuse struct {
+	drain  atomic.Pointer[clock.Timer]
+	parked atomic.Bool
+	// halfClosed: 0 while the stream is open, 1 once it is half-closed
+	// and counted in a.closing, 2 once it is over (ended runs on the
+	// provider's goroutine and may come after the edge ended the stream).
+	halfClosed atomic.Int32
 }
 
 // awaitNext reads an attempt's stream, once its work was started, for the
 // next work the edge sends on it when it was parked again, or its end
 // (which cancels the work), and ends the attempt.
-func (a *Agent) awaitNext(sess *Session, h held, work started, drain *atomic.Pointer[clock.Timer], parked *atomic.Bool,
-	halfClosed *atomic.Int32) (next *wire.AttemptDown) {
+func (a *Agent) awaitNext(sess *Session, h held, work started, r *reuse) (next *wire.AttemptDown) {
 	for {
 		m, err := h.st.Recv()
 		if err != nil {
 			h.cancel()
 			break
 		}
-		if m.GetReparked() == nil && parked.Load() {
+		if m.GetReparked() == nil && r.parked.Load() {
 			next = m // work for the stream parked again
 			break
 		}
@@ -412,13 +419,13 @@ func (a *Agent) awaitNext(sess *Session, h held, work started, drain *atomic.Poi
 		// (the open went out already): the next work follows it.
 	}
 	work.end()
-	if t := drain.Load(); t != nil {
+	if t := r.drain.Load(); t != nil {
 		(*t).Stop()
 	}
-	if halfClosed.Swap(2) == 1 {
+	if r.halfClosed.Swap(2) == 1 {
 		a.closing.Add(-1)
 	}
-	if next == nil && parked.Load() {
+	if next == nil && r.parked.Load() {
 		sess.idle.Add(-1) // the parked stream ended while it waited
 	}
 	return next
@@ -434,7 +441,7 @@ func (a *Agent) parkAgain(sess *Session, h held, parked *atomic.Bool) bool {
 	if h.ctx.Err() == nil && !a.draining.Load() {
 		if sess.idle.Add(1) <= sess.parkTarget {
 			parked.Store(true) // before the open: the next work may follow it at once
-			_ = h.st.Send(&wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(sess)}})
+			_ = h.st.Send(sess.reopen)
 			return true
 		}
 		sess.idle.Add(-1)

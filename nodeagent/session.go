@@ -30,6 +30,12 @@ type Session struct {
 	// many are parked now, waiting for work (see Agent.parked).
 	parkTarget int32
 	idle       atomic.Int32
+
+	// reopen parks a stream again after its terminal: the same message
+	// for every attempt of the session, never changed once made (a
+	// network send marshals it, the in-process channel hands its oneof
+	// to the edge, which only reads it).
+	reopen *wire.AttemptUp
 }
 
 // Send sends m on the session stream (safe for concurrent use).
@@ -49,7 +55,9 @@ const (
 )
 
 func newSession(generation uint64) *Session {
-	return &Session{generation: generation, state: StateConnected}
+	s := &Session{generation: generation, state: StateConnected}
+	s.reopen = &wire.AttemptUp{Msg: &wire.AttemptUp_Open{Open: parkedOpen(s)}}
+	return s
 }
 
 // Generation is the connection_generation the edge assigned.

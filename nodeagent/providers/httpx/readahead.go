@@ -105,8 +105,12 @@ func (c *aheadConn) readAhead() {
 }
 
 // upstreamConn is the connection a request went on, learnt from its
-// trace: a pump asks it whether bytes are read ahead.
-type upstreamConn struct{ c *aheadConn }
+// trace (held in the same allocation): a pump asks it whether bytes are
+// read ahead.
+type upstreamConn struct {
+	c     *aheadConn
+	trace httptrace.ClientTrace
+}
 
 func (u *upstreamConn) gotConn(i httptrace.GotConnInfo) { u.c, _ = i.Conn.(*aheadConn) }
 
@@ -118,5 +122,6 @@ func (u *upstreamConn) holding() bool { return u.c != nil && u.c.buf != nil }
 // traced returns req with a trace that learns its connection.
 func traced(req *http.Request) (*http.Request, *upstreamConn) {
 	u := &upstreamConn{}
-	return req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: u.gotConn})), u
+	u.trace.GotConn = u.gotConn
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), &u.trace)), u
 }
