@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -46,10 +47,16 @@ const (
 // coalescer holds an attempt's outgoing items. It is used under the
 // emitter's lock (one caller at a time).
 type coalescer struct {
-	events []*wire.RunEvent
+	events []*wire.RunEvent // held, in eventBuf until a batch takes them
 	frames []*wire.ProviderTunnelFrame
-	bytes  int
-	oldest time.Time // when the oldest held item was added
+	// The held items' first room, in the coalescer's own allocation: a
+	// message of one item sends the item, not a slice, and a batch takes
+	// a copy of its items, so an attempt's items never grow a slice
+	// (the edge keeps a batch's slice; these arrays are reused).
+	eventBuf [4]*wire.RunEvent
+	frameBuf [4]*wire.ProviderTunnelFrame
+	bytes    int
+	oldest   time.Time // when the oldest held item was added
 
 	whole  bool // the edge buffers the answer whole
 	output bool // an item carrying client output went out
@@ -118,12 +125,30 @@ func (c *coalescer) take() *wire.AttemptUp {
 	case len(c.frames) == 1:
 		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Frame{Frame: c.frames[0]}}
 	case len(c.events) > 1:
-		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Events: c.events}}}
+		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Events: slices.Clone(c.events)}}}
 	case len(c.frames) > 1:
-		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Frames: c.frames}}}
+		m = &wire.AttemptUp{Msg: &wire.AttemptUp_Batch{Batch: &wire.UpBatch{Frames: slices.Clone(c.frames)}}}
 	}
+	clear(c.eventBuf[:]) // the room is reused: it keeps nothing that went
+	clear(c.frameBuf[:])
 	c.events, c.frames, c.bytes, c.held = nil, nil, 0, false
 	return m
+}
+
+// holdEvent appends ev to the held items.
+func (c *coalescer) holdEvent(ev *wire.RunEvent) {
+	if c.events == nil {
+		c.events = c.eventBuf[:0]
+	}
+	c.events = append(c.events, ev)
+}
+
+// holdFrame appends f to the held items.
+func (c *coalescer) holdFrame(f *wire.ProviderTunnelFrame) {
+	if c.frames == nil {
+		c.frames = c.frameBuf[:0]
+	}
+	c.frames = append(c.frames, f)
 }
 
 // eventStream reports whether response headers announce an event stream

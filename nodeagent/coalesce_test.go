@@ -321,3 +321,57 @@ func sentMessagesAt(t *testing.T, clk *clocktest.Manual, p *funcProvider, run fu
 	})
 	return ups
 }
+
+// A batch the edge was handed keeps its items while the coalescer holds
+// and sends the next ones in the same room; and a room that sent its
+// items keeps none of them.
+func TestBatchesKeepTheirItems(t *testing.T) {
+	var c coalescer
+	f := func(body string) *wire.ProviderTunnelFrame {
+		return &wire.ProviderTunnelFrame{Type: string(execution.FrameTypeBody), Body: []byte(body)}
+	}
+	bodies := func(m *wire.AttemptUp) (out []string) {
+		if fr := m.GetFrame(); fr != nil {
+			return []string{string(fr.GetBody())}
+		}
+		for _, fr := range m.GetBatch().GetFrames() {
+			out = append(out, string(fr.GetBody()))
+		}
+		return out
+	}
+	c.holdFrame(f("a"))
+	c.holdFrame(f("b"))
+	first := c.take()
+	for _, b := range []string{"c", "d", "e", "f", "g"} { // past the room's four
+		c.holdFrame(f(b))
+	}
+	second := c.take()
+	c.holdFrame(f("h"))
+	third := c.take()
+	if got := bodies(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first batch after later holds: %q", got)
+	}
+	if got := bodies(second); !slices.Equal(got, []string{"c", "d", "e", "f", "g"}) {
+		t.Fatalf("second batch: %q", got)
+	}
+	if got := bodies(third); !slices.Equal(got, []string{"h"}) {
+		t.Fatalf("single item: %q", got)
+	}
+	if c.take() != nil {
+		t.Fatal("an empty coalescer made a message")
+	}
+	for i, fr := range c.frameBuf {
+		if fr != nil {
+			t.Fatalf("the room keeps item %d after it went", i)
+		}
+	}
+	ev := &wire.RunEvent{Type: string(execution.EventTypeDelta), Delta: "x"}
+	c.holdEvent(ev)
+	c.holdEvent(ev)
+	if got := c.take().GetBatch().GetEvents(); len(got) != 2 || got[0] != ev {
+		t.Fatalf("event batch: %v", got)
+	}
+	if c.eventBuf[0] != nil {
+		t.Fatal("the event room keeps an event after it went")
+	}
+}

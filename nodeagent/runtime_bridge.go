@@ -272,7 +272,7 @@ type outbound struct {
 func (o *outbound) event(m *wire.RunEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.co.events = append(o.co.events, m)
+	o.co.holdEvent(m)
 	o.added(o.co.add(o.clock.Now(), o.co.heldEvent(m), len(m.GetDelta())+len(m.GetReasoning())+len(m.GetMessage())+len(m.GetToolCalls())))
 	o.terminal(execution.EventType(m.GetType()).IsTerminal())
 }
@@ -281,7 +281,7 @@ func (o *outbound) event(m *wire.RunEvent) {
 func (o *outbound) frame(m *wire.ProviderTunnelFrame) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.co.frames = append(o.co.frames, m)
+	o.co.holdFrame(m)
 	o.added(o.co.add(o.clock.Now(), o.co.heldFrame(m), len(m.GetBody())))
 	o.terminal(execution.FrameType(m.GetType()).IsTerminal())
 }
