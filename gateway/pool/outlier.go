@@ -102,7 +102,8 @@ func (p *Pool) reportResult(pp *pooled, r AttemptResult) bool {
 // (panic routing: a degraded provider beats none).
 func (p *Pool) routableLocked(model string, need streamgate.Need, surface string, aliases func(string) []ModelTarget) []*pooled {
 	now := p.now()
-	var healthy, ejected []*pooled
+	healthy, ejected := p.scratch.healthy[:0], p.scratch.ejected[:0]
+	defer func() { p.scratch.healthy, p.scratch.ejected = healthy, ejected }()
 	for _, pp := range p.providers {
 		if !p.admissibleLocked(pp, model, need, surface, aliases) {
 			continue

@@ -189,6 +189,14 @@ type Pool struct {
 	aliases   func(model string) []ModelTarget
 	rr        map[string]swrr // weighted round-robin state, by alias
 	useSeq    uint64
+	scratch   scratch
+}
+
+// scratch is the room a dispatch's candidate lists are built in, reused
+// under p.mu: every caller is done with a list before the lock is
+// released, so a dispatch allocates none.
+type scratch struct {
+	healthy, ejected, eligible []*pooled
 }
 
 // nodeGen is one connection of one node.
@@ -359,6 +367,8 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, 
 // and queued resolution.
 func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, avoidedEligible bool) {
 	var avoided *pooled
+	out = p.scratch.eligible[:0]
+	defer func() { p.scratch.eligible = out }()
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface, p.aliasesOf(req)) {
 		if slices.Contains(req.Exclude, pp.key.ID()) || (req.Prefill && !pp.ad.GetPrefill()) {
 			continue

@@ -376,3 +376,24 @@ func TestAliasWeights(t *testing.T) {
 		t.Fatal("alias knowledge")
 	}
 }
+
+// The candidate lists a dispatch builds are the pool's reused room: after
+// the first, working out who could serve a request allocates nothing —
+// and the lists answer as before, one dispatch after another.
+func TestCandidateListsAreReused(t *testing.T) {
+	p := testPool(8, time.Second)
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{ad("a", 2, "m"), ad("b", 2, "m"), ad("c", 2, "m", "z")})
+	req := ProviderPoolDispatchRequest{Model: "m", AvoidProviderID: "n1/a"}
+	if c := p.Candidates(req); c.Alternates != 2 || c.AvoidedOnly {
+		t.Fatalf("candidates %+v", c)
+	}
+	if n := testing.AllocsPerRun(100, func() { p.Candidates(req) }); n != 0 {
+		t.Fatalf("%v allocations a dispatch's candidate lists", n)
+	}
+	if c := p.Candidates(ProviderPoolDispatchRequest{Model: "z"}); c.Alternates != 1 {
+		t.Fatalf("candidates for z after m's %+v", c)
+	}
+	if c := p.Candidates(req); c.Alternates != 2 {
+		t.Fatalf("candidates for m after z's %+v", c)
+	}
+}
