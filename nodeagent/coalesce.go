@@ -47,7 +47,7 @@ const (
 // coalescer holds an attempt's outgoing items. It is used under the
 // emitter's lock (one caller at a time).
 type coalescer struct {
-	events []*wire.RunEvent // held, in eventBuf until a batch takes them
+	events []*wire.RunEvent // held: in eventBuf up to four, on the heap beyond
 	frames []*wire.ProviderTunnelFrame
 	// The held items' first room, in the coalescer's own allocation: a
 	// message of one item sends the item, not a slice, and a batch takes
