@@ -52,16 +52,33 @@ type chatScan struct {
 }
 
 // scanChat reads a Chat chunk's choices (see above); ok is false when the
-// observer must parse it instead.
+// observer must parse it instead. Objects and arrays are read by loops
+// over their members (begin, key, next), not by callbacks: a chunk is
+// some twenty members, and an indirect call each was a fifth of the scan.
 func scanChat(data []byte) (s chatScan, ok bool) {
 	s.b = data
 	s.ws()
-	var seen members
-	if !s.object(func(key []byte) bool { return s.chunkMember(key, &seen) }) {
+	if !s.chunk() {
 		return s, false
 	}
 	s.ws()
 	return s, s.i == len(s.b)
+}
+
+// chunk reads the chunk's object.
+func (s *chatScan) chunk() bool {
+	var seen members
+	more, ok := s.begin('{', '}')
+	for more {
+		key, kok := s.key()
+		if !kok || !s.chunkMember(key, &seen) {
+			return false
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return ok
 }
 
 // chunkMember reads a top-level member's value.
@@ -74,7 +91,7 @@ func (s *chatScan) chunkMember(key []byte, seen *members) bool {
 		if s.peek() == 'n' {
 			return s.literal("null")
 		}
-		return s.array(func() bool { return s.choice() })
+		return s.choiceList()
 	case "error":
 		return seen.first(1) && s.literal("null")
 	case "usage":
@@ -87,13 +104,24 @@ func (s *chatScan) chunkMember(key []byte, seen *members) bool {
 			return s.value(1)
 		}
 		start := s.i
-		if _, ok := s.str(); !ok {
-			return false
-		}
-		v := s.b[start+1 : s.i-1]
-		return string(v) != "error" && !hasByte(v, '\\')
+		_, esc, ok := s.str()
+		return ok && !esc && string(s.b[start+1:s.i-1]) != "error"
 	}
 	return s.value(1)
+}
+
+// choiceList reads the choices array.
+func (s *chatScan) choiceList() bool {
+	more, ok := s.begin('[', ']')
+	for more {
+		if !s.choice() {
+			return false
+		}
+		if more, ok = s.next(']'); !ok {
+			return false
+		}
+	}
+	return ok
 }
 
 // choice reads one element of choices.
@@ -104,54 +132,80 @@ func (s *chatScan) choice() bool {
 	c := &s.choices[s.n]
 	s.n++
 	var seen members
-	return s.object(func(key []byte) bool {
-		switch string(key) {
-		case "index":
-			return seen.first(0) && s.index(&c.index)
-		case "finish_reason":
-			if !seen.first(1) {
-				return false
-			}
-			n, ok := s.text()
-			c.finished = n > 0
-			return ok
-		case "text":
-			if !seen.first(2) {
-				return false
-			}
-			n, ok := s.text()
-			c.output += n
-			return ok
-		case "delta":
-			if !seen.first(3) {
-				return false
-			}
-			if s.peek() == 'n' {
-				return s.literal("null")
-			}
-			return s.peek() == '{' && s.delta(c)
+	more, ok := s.begin('{', '}')
+	for more {
+		key, kok := s.key()
+		if !kok || !s.choiceMember(key, c, &seen) {
+			return false
 		}
-		return s.value(2)
-	})
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return ok
+}
+
+// choiceMember reads a member of a choice.
+func (s *chatScan) choiceMember(key []byte, c *scannedChoice, seen *members) bool {
+	switch string(key) {
+	case "index":
+		return seen.first(0) && s.index(&c.index)
+	case "finish_reason":
+		if !seen.first(1) {
+			return false
+		}
+		n, ok := s.text()
+		c.finished = n > 0
+		return ok
+	case "text":
+		if !seen.first(2) {
+			return false
+		}
+		n, ok := s.text()
+		c.output += n
+		return ok
+	case "delta":
+		if !seen.first(3) {
+			return false
+		}
+		if s.peek() == 'n' {
+			return s.literal("null")
+		}
+		return s.peek() == '{' && s.delta(c)
+	}
+	return s.value(2)
 }
 
 // delta reads a choice's delta.
 func (s *chatScan) delta(c *scannedChoice) bool {
 	var seen members
-	return s.object(func(key []byte) bool {
+	more, ok := s.begin('{', '}')
+	for more {
+		key, kok := s.key()
+		if !kok {
+			return false
+		}
 		switch string(key) {
 		case "content", "reasoning_content", "reasoning", "refusal":
 			if !seen.first(textMember(key)) {
 				return false
 			}
-			n, ok := s.text()
+			n, tok := s.text()
 			c.output += n
-			return ok
+			kok = tok
 		case "tool_calls", "function_call":
-			return s.literal("null")
+			kok = s.literal("null")
+		default:
+			kok = s.value(3)
 		}
-		return s.value(3)
-	})
+		if !kok {
+			return false
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return ok
 }
 
 // text reads a string or null: the string's decoded length.
@@ -160,7 +214,8 @@ func (s *chatScan) text() (int, bool) {
 	case 'n':
 		return 0, s.literal("null")
 	case '"':
-		return s.str()
+		n, _, ok := s.str()
+		return n, ok
 	}
 	return 0, false
 }
@@ -179,64 +234,40 @@ func (s *chatScan) index(n *int) bool {
 	return s.i == len(s.b) || !isNumberByte(s.b[s.i])
 }
 
-// object reads an object at s.i, handing each member's key to member
-// with s.i at its value (member reads the value).
-func (s *chatScan) object(member func(key []byte) bool) bool {
-	if s.peek() != '{' {
-		return false
+// begin reads the open byte of an object or array at s.i: more says a
+// member or element follows (at s.i), an empty one is read whole (not
+// more, ok); anything else is not ok.
+func (s *chatScan) begin(open, close byte) (more, ok bool) {
+	if s.peek() != open {
+		return false, false
 	}
 	s.i++
 	s.ws()
-	if s.peek() == '}' {
+	if s.peek() == close {
 		s.i++
-		return true
+		return false, true
 	}
-	for {
-		if s.peek() != '"' {
-			return false
-		}
-		start := s.i
-		if _, ok := s.str(); !ok {
-			return false
-		}
-		key := s.b[start+1 : s.i-1]
-		if hasByte(key, '\\') {
-			return false
-		}
-		s.ws()
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
-		if !member(key) {
-			return false
-		}
-		if more, ok := s.next('}'); !more {
-			return ok
-		}
-	}
+	return true, true
 }
 
-// array reads an array at s.i, each element by elem (at s.i).
-func (s *chatScan) array(elem func() bool) bool {
-	if s.peek() != '[' {
-		return false
+// key reads a member's key and its colon, leaving s.i at the value. A
+// key with an escape is not read (the tree decodes it).
+func (s *chatScan) key() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	start := s.i
+	if _, esc, ok := s.str(); !ok || esc {
+		return nil, false
+	}
+	key := s.b[start+1 : s.i-1]
+	s.ws()
+	if s.peek() != ':' {
+		return nil, false
 	}
 	s.i++
 	s.ws()
-	if s.peek() == ']' {
-		s.i++
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if more, ok := s.next(']'); !more {
-			return ok
-		}
-	}
+	return key, true
 }
 
 // next reads what follows a member or an element: a comma (more) or
@@ -259,11 +290,11 @@ func (s *chatScan) next(close byte) (more, ok bool) {
 func (s *chatScan) value(depth int) bool {
 	switch c := s.peek(); {
 	case c == '{':
-		return depth < maxScanDepth && s.object(func([]byte) bool { return s.value(depth + 1) })
+		return depth < maxScanDepth && s.skipObject(depth)
 	case c == '[':
-		return depth < maxScanDepth && s.array(func() bool { return s.value(depth + 1) })
+		return depth < maxScanDepth && s.skipArray(depth)
 	case c == '"':
-		_, ok := s.str()
+		_, _, ok := s.str()
 		return ok
 	case c == 't':
 		return s.literal("true")
@@ -277,12 +308,48 @@ func (s *chatScan) value(depth int) bool {
 	return false
 }
 
-// str reads the string at s.i and returns its decoded length.
-func (s *chatScan) str() (int, bool) {
-	n := 0
+// skipObject skips an object whose members are nested depth+1 deep.
+func (s *chatScan) skipObject(depth int) bool {
+	more, ok := s.begin('{', '}')
+	for more {
+		if _, kok := s.key(); !kok || !s.value(depth+1) {
+			return false
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return ok
+}
+
+// skipArray skips an array whose elements are nested depth+1 deep.
+func (s *chatScan) skipArray(depth int) bool {
+	more, ok := s.begin('[', ']')
+	for more {
+		if !s.value(depth + 1) {
+			return false
+		}
+		if more, ok = s.next(']'); !ok {
+			return false
+		}
+	}
+	return ok
+}
+
+// str reads the string at s.i: its decoded length, and whether it holds
+// an escape.
+func (s *chatScan) str() (n int, esc, ok bool) {
 	for j := s.i + 1; j < len(s.b); {
 		start := j
-		j = jsonstrict.PlainBytes(s.b, j)
+		// Most strings of a chunk are short (keys, ids, a token): their
+		// bytes are tested one by one here; a longer run goes on eight
+		// at a time.
+		for j < len(s.b) && j-start < shortRun && plainByte[s.b[j]] {
+			j++
+		}
+		if j-start == shortRun {
+			j = jsonstrict.PlainBytes(s.b, j)
+		}
 		n += j - start
 		if j == len(s.b) {
 			break
@@ -290,13 +357,14 @@ func (s *chatScan) str() (int, bool) {
 		switch c := s.b[j]; {
 		case c == '"':
 			s.i = j + 1
-			return n, true
+			return n, esc, true
 		case c < 0x20:
-			return 0, false
+			return 0, false, false
 		}
 		if j+1 >= len(s.b) {
-			return 0, false
+			return 0, false, false
 		}
+		esc = true
 		switch s.b[j+1] {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			n++
@@ -304,16 +372,29 @@ func (s *chatScan) str() (int, bool) {
 		case 'u':
 			r, ok := jsonstrict.Hex4(s.b, j+2)
 			if !ok || r >= 0xD800 && r <= 0xDFFF {
-				return 0, false
+				return 0, false, false
 			}
 			n += utf8.RuneLen(r)
 			j += 6
 		default:
-			return 0, false
+			return 0, false, false
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
+
+// shortRun is how many plain bytes str tests one by one before it
+// hands the run to jsonstrict.PlainBytes.
+const shortRun = 16
+
+// plainByte says which bytes a JSON string holds as themselves: not the
+// quote, the backslash or a control character.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // number reads a JSON number (RFC 8259's grammar).
 func (s *chatScan) number() bool {
@@ -360,13 +441,4 @@ func (s *chatScan) ws() {
 			return
 		}
 	}
-}
-
-func hasByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }

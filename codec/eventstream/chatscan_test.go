@@ -108,3 +108,18 @@ func FuzzScanChatMatchesTree(f *testing.F) {
 		scanMatchesTree(t, data)
 	})
 }
+
+// BenchmarkScanChat: the fast path over the chunks upstreams stream most
+// (a content delta, the finish) — the observer's cost per event.
+func BenchmarkScanChat(b *testing.B) {
+	chunks := [][]byte{[]byte(chatScanSeeds[0]), []byte(chatScanSeeds[1]),
+		[]byte(`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench-t","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range chunks {
+			if k, ok := scanChat(c); !ok || k.n != 1 {
+				b.Fatalf("%s: not read", c)
+			}
+		}
+	}
+}
