@@ -48,7 +48,7 @@ func (o *outbound) stopLending() {
 // streamHander is a client stream that hands its reads over to its
 // receiver: the in-process channel's.
 type streamHander interface {
-	Hand(ctx context.Context, step func() (done bool), after func(complete bool, panicked any))
+	HandOn(ctx context.Context, step func() (done bool), after func(complete bool, panicked any), run func(func()))
 }
 
 // handover joins an attempt whose reads were handed over: the attempt's
@@ -56,6 +56,7 @@ type streamHander interface {
 // brings the tunnel's result; whichever arrives second runs the rest.
 type handover struct {
 	to       streamHander                 // the in-process stream the attempt answers on
+	run      func(func())                 // starts the goroutine the reads end on (a kept one)
 	taken    atomic.Bool                  // the provider's reads were handed over
 	attempt  interface{ runEnd(error) }   // the attempt's: the terminal for the provider's result
 	serveEnd func() *wire.AttemptDown     // serve's: the attempt's end, then the stream's next work
@@ -68,13 +69,19 @@ type handoverKey struct{}
 
 // withHandover marks ctx so a tunnel started under it may hand its reads
 // over to the receiver of cs, the in-process stream it answers on (ctx
-// unchanged, and no handover, over the network).
-func withHandover(ctx context.Context, cs grpc.ClientStream) (context.Context, *handover) {
+// unchanged, and no handover, over the network). The reads end on a
+// goroutine run starts: the attempt's end, the wait for the stream's next
+// work and its start run there. A start goes as deep as the last one
+// (an HTTP round trip), so a kept goroutine (the bridge's workers) saves
+// growing a fresh one's stack on every streamed answer; what it costs is
+// that grown stack kept through the wait, for at most as many streams as
+// the session parks.
+func withHandover(ctx context.Context, cs grpc.ClientStream, run func(func())) (context.Context, *handover) {
 	to, ok := cs.(streamHander)
 	if !ok {
 		return ctx, nil
 	}
-	ho := &handover{to: to}
+	ho := &handover{to: to, run: run}
 	return context.WithValue(ctx, handoverKey{}, ho), ho
 }
 
@@ -119,7 +126,7 @@ func (o *outbound) hand(ctx context.Context, ho *handover, step func() bool, tai
 		return false
 	}
 	ho.taken.Store(true)
-	ho.to.Hand(ctx, step, func(complete bool, v any) {
+	ho.to.HandOn(ctx, step, func(complete bool, v any) {
 		o.stopLending()
 		if v != nil {
 			abort()
@@ -127,6 +134,6 @@ func (o *outbound) hand(ctx context.Context, ho *handover, step func() bool, tai
 			return
 		}
 		ho.ended(tail(complete))
-	})
+	}, ho.run)
 	return true
 }

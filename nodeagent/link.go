@@ -369,7 +369,7 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 	}
 	ctx := h.ctx
 	if h.inproc != nil {
-		ctx, ho = withHandover(ctx, h.inproc)
+		ctx, ho = withHandover(ctx, h.inproc, a.bridge.workers.Go)
 	}
 	work := a.start(ctx, sess, h.st, down, ended)
 	if h.inproc != nil || work.att == nil {

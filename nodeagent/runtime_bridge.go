@@ -40,7 +40,9 @@ type Bridge struct {
 	clock      clock.Clock
 
 	providers sync.WaitGroup // provider goroutines, which may outlive an unconfirmed fence
-	// workers run the providers of attempts over the network (goProvider).
+	// workers run the providers of attempts over the network
+	// (goProvider) and, in process, the ends of handed-over reads with
+	// the stream's next work (withHandover).
 	workers *syncx.Workers
 
 	mu       sync.Mutex               // guards the following fields

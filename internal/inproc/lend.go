@@ -26,6 +26,7 @@ type loan struct {
 	// What runs at its end, once, and the watchers of the lender's
 	// context and the stream that end it early.
 	after func(complete bool, panicked any)
+	run   func(func()) // starts after's goroutine (nil: go)
 	ended sync.Once
 	stops [2]func() bool
 }
@@ -57,8 +58,17 @@ var errTwoSends = errors.New("in-process channel: a lent step sent a second mess
 // of the client's until it ends. A caller holding a generated stub's
 // stream reaches Hand through an interface, as AfterEnd.
 func (c *clientStream) Hand(ctx context.Context, step func() (done bool), after func(complete bool, panicked any)) {
+	c.HandOn(ctx, step, after, nil)
+}
+
+// HandOn is Hand with the goroutine after runs on started by run (nil: a
+// new one). A lender whose after goes deep — it starts the stream's next
+// work — passes a set of kept goroutines (syncx.Workers' Go), whose
+// stacks were grown by an earlier after: a fresh goroutine grows its
+// stack by copying, on every loan.
+func (c *clientStream) HandOn(ctx context.Context, step func() (done bool), after func(complete bool, panicked any), run func(func())) {
 	s := (*stream)(c)
-	l := &loan{step: step, after: after}
+	l := &loan{step: step, after: after, run: run}
 	s.lend.mu.Lock() // the watchers are set before a step can end the loan
 	l.stops[0] = context.AfterFunc(ctx, func() { s.recall(l) })
 	l.stops[1] = context.AfterFunc(s.sctx, func() { s.recall(l) })
@@ -89,7 +99,11 @@ func (l *loan) end(complete bool) {
 		for _, stop := range l.stops {
 			stop()
 		}
-		go l.after(complete, l.panicked)
+		if l.run == nil {
+			go l.after(complete, l.panicked)
+			return
+		}
+		l.run(func() { l.after(complete, l.panicked) })
 	})
 }
 

@@ -212,3 +212,22 @@ func TestHandedLoanEndsAfterTheRunningStep(t *testing.T) {
 	_ = st.CloseSend()
 	<-got
 }
+
+// HandOn runs after on the goroutine its run starts — once, at the
+// loan's end — so a lender can keep the goroutines its ends go deep on.
+func TestHandOnRunsAfterOnTheLendersGoroutine(t *testing.T) {
+	st := open(t, t.Context(), newEcho(t, func(ss grpc.ServerStream) error { return nil }, nil))
+	ends := make(chan handed, 1)
+	runs := make(chan int, 2)
+	run := func(f func()) {
+		go func() { runs <- goid(); f() }()
+	}
+	lend(st).HandOn(t.Context(), func() bool { return true }, handInto(ends), run)
+	e := <-ends
+	if len(runs) != 1 {
+		t.Fatalf("run started %d goroutines, want 1", len(runs))
+	}
+	if gid := <-runs; e.gid != gid {
+		t.Errorf("after ran on goroutine %d, not on the one run started (%d)", e.gid, gid)
+	}
+}
