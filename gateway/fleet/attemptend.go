@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/iopgw/iop/internal/inproc"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -13,7 +14,8 @@ import (
 // its stream's end — and what follows (the stream parked again for the
 // next attempt, or ended) runs on the handler's goroutine over the
 // network; on the in-process channel, where the handler detached the
-// stream and returned, it runs on a goroutine started at the end. The
+// stream and returned, it runs where the attempt ended when it need not
+// wait for the node, else on a goroutine started at the end. The
 // end is the attempt's own state, not a context per attempt: the
 // stream's context is watched once per stream.
 
@@ -25,8 +27,11 @@ type attemptEnd struct {
 	follower *detached     // what follows the end, on a detached stream
 }
 
-// end ends the attempt; ending it again does nothing.
-func (a *AttemptConn) end() {
+// end ends the attempt; ending it again does nothing. here says the
+// caller holds no lock (Finish's caller, the dispatch taking the
+// terminal): on a detached stream what follows may then run on its
+// goroutine (after).
+func (a *AttemptConn) end(here bool) {
 	e := &a.endState
 	e.mu.Lock()
 	if e.over {
@@ -40,7 +45,7 @@ func (a *AttemptConn) end() {
 		close(wake)
 	}
 	if d != nil {
-		go d.next(a)
+		d.after(a, here)
 	}
 }
 
@@ -72,19 +77,23 @@ func (a *AttemptConn) wait() {
 }
 
 // detached is an in-process Attempt stream whose handler returned: the
-// end of each of its attempts is followed on a goroutine of its own, and
-// the stream's end ends its current attempt.
+// end of each of its attempts is followed (after), and the stream's end
+// ends its current attempt.
 type detached struct {
-	h      *Hub
-	stream wire.NodeLink_AttemptServer
-	end    func(error) // ends the stream (inproc.Detach's)
-	cur    atomic.Pointer[AttemptConn]
+	h       *Hub
+	stream  wire.NodeLink_AttemptServer
+	end     func(error) // ends the stream (inproc.Detach's)
+	pending func() bool // a message of the node's waits (inproc.Pending's)
+	cur     atomic.Pointer[AttemptConn]
 }
 
 // detach is Attempt's wait on the in-process channel: a, the stream's
 // first attempt, and every later one are followed, until the stream ends.
 func (h *Hub) detach(stream wire.NodeLink_AttemptServer, a *AttemptConn, end func(error)) {
-	d := &detached{h: h, stream: stream, end: end}
+	d := &detached{h: h, stream: stream, end: end, pending: func() bool { return false }}
+	if p, ok := inproc.Pending(stream.Context()); ok {
+		d.pending = p
+	}
 	context.AfterFunc(stream.Context(), d.streamEnded)
 	d.follow(a)
 }
@@ -103,15 +112,28 @@ func (d *detached) follow(a *AttemptConn) {
 	case over:
 		go d.next(a)
 	case d.stream.Context().Err() != nil:
-		a.end() // the stream ended before a was current: streamEnded may have missed it
+		a.end(false) // the stream ended before a was current: streamEnded may have missed it
 	}
 }
 
 // streamEnded ends the stream's current attempt.
 func (d *detached) streamEnded() {
 	if a := d.cur.Load(); a != nil {
-		a.end()
+		a.end(false)
 	}
+}
+
+// after follows the end of a: here (on the goroutine that ended it,
+// which holds no lock) when the node's next message is there already —
+// the stream opened again, parked, which a node that parks after the
+// terminal sends right after it — otherwise on a goroutine of its own,
+// which waits for that message.
+func (d *detached) after(a *AttemptConn, here bool) {
+	if here && d.pending() {
+		d.next(a)
+		return
+	}
+	go d.next(a)
 }
 
 // next follows the end of a: the stream is parked again and its next

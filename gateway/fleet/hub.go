@@ -193,13 +193,15 @@ func notTakenUp(err error) error { return fmt.Errorf("%w: %w", errNotTakenUp, er
 
 // End ends the attempt: its stream ends, which cancels the work on the
 // node.
-func (a *AttemptConn) End() { a.end() }
+func (a *AttemptConn) End() { a.end(false) }
 
 // Finish ends the attempt after its terminal was taken: a reusable
-// stream is parked again for the next attempt instead of ending.
+// stream is parked again for the next attempt instead of ending — on the
+// in-process channel, on the caller's goroutine when the node's open
+// again is there already, so the caller holds no lock of the hub's.
 func (a *AttemptConn) Finish() {
 	a.finished.Store(true)
-	a.end()
+	a.end(true)
 }
 
 // Owner is the connection the attempt stream was received on.
@@ -784,13 +786,13 @@ func (h *Hub) attach(stream wire.NodeLink_AttemptServer, r pool.Reception, open 
 	a := &AttemptConn{stream: stream, reception: r, reusable: open.GetReusable(), unasked: open.GetParksAfterTerminal()}
 	if !open.GetParked() {
 		if err := h.deliver(open.GetDispatchId(), a); err != nil {
-			a.end()
+			a.end(false)
 			return nil, err
 		}
 		return a, nil
 	}
 	if err := h.parkAttempt(a); err != nil {
-		a.end()
+		a.end(false)
 		return nil, err
 	}
 	if reopened {

@@ -179,10 +179,21 @@ func TestInProcessStreamsHoldNoEdgeGoroutine(t *testing.T) {
 		if got, err := ac.Recv(); err != nil || !proto.Equal(got, terminal) {
 			t.Fatalf("round %d: terminal %v %v", round, got, err)
 		}
+		// The node's open again is there when the attempt finishes (even
+		// rounds): the stream is parked again on the goroutine that
+		// finished it. It comes after (odd rounds): a goroutine waits.
+		if round%2 == 1 {
+			ac.Finish()
+		}
 		if err := at.Send(reopen); err != nil {
 			t.Fatal(err)
 		}
-		ac.Finish()
+		if round%2 == 0 {
+			ac.Finish()
+			if n := conn().parkedCount(); n != streams {
+				t.Fatalf("round %d: %d streams parked as the attempt finished, want %d", round, n, streams)
+			}
+		}
 		wait.Until(t, func() bool { return conn().parkedCount() == streams })
 	}
 	wait.Until(t, func() bool { return handlersRunning() == 0 })

@@ -111,3 +111,46 @@ func waitNoHandler(t *testing.T) {
 	}
 	t.Fatal("the handler's goroutine is still running after it detached")
 }
+
+// Pending reports a client's message waiting for the handler: none
+// before the client sends, one after, none once it was received; a
+// context that is not an in-process handler's has no report.
+func TestPendingReportsAWaitingMessage(t *testing.T) {
+	if _, ok := Pending(t.Context()); ok {
+		t.Fatal("Pending answered for a context that is not a handler's")
+	}
+	type handler struct {
+		ss      grpc.ServerStream
+		pending func() bool
+	}
+	got := make(chan handler, 1)
+	ch := newEcho(t, func(ss grpc.ServerStream) error {
+		p, ok := Pending(ss.Context())
+		if !ok {
+			t.Error("Pending refused an in-process handler's context")
+			return nil
+		}
+		if _, ok := Detach(ss.Context()); !ok {
+			t.Error("Detach refused an in-process handler's context")
+		}
+		got <- handler{ss, p}
+		return nil
+	}, nil)
+	st := open(t, t.Context(), ch)
+	h := <-got
+	if h.pending() {
+		t.Fatal("pending before the client sent anything")
+	}
+	if err := st.Send(wrapperspb.String("a")); err != nil {
+		t.Fatal(err)
+	}
+	if !h.pending() {
+		t.Fatal("not pending with the client's message waiting")
+	}
+	if err := h.ss.RecvMsg(new(wrapperspb.StringValue)); err != nil {
+		t.Fatal(err)
+	}
+	if h.pending() {
+		t.Fatal("pending after the message was received")
+	}
+}

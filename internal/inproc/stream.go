@@ -103,6 +103,20 @@ func Detach(ctx context.Context) (end func(error), ok bool) {
 	return s.end, true
 }
 
+// Pending returns, for the handler whose context is ctx, a report of
+// whether a message of the client's is waiting: a receive then takes it
+// without blocking (ok is false for a context that is not an in-process
+// handler's). A detached handler can go on at once, on the goroutine it
+// is on, when what it waits for has come.
+func Pending(ctx context.Context) (pending func() bool, ok bool) {
+	t, ok := grpc.ServerTransportStreamFromContext(ctx).(*transportStream)
+	if !ok {
+		return nil, false
+	}
+	s := (*stream)(t)
+	return func() bool { return len(s.up) > 0 }, true
+}
+
 func (s *stream) sendHead() { s.headOnce.Do(func() { close(s.sentHead) }) }
 
 // ctxErr is the status for an ended context.
