@@ -43,7 +43,7 @@ func plans(quick bool) plan {
 		return plan{reps: 1, latRequests: 300, thrDuration: 2 * time.Second, streamRequests64: 256, openStreams: []int{1000},
 			truncationStreams: 2000, skipPortkey: true, scale: []int{1, 100}, bigBodies: 32, manyModels: 1000}
 	}
-	return plan{reps: 3, latRequests: 1500, thrDuration: 5 * time.Second, streamRequests64: 1280, streamRequests256: 2560,
+	return plan{reps: 3, latRequests: 1500, thrDuration: 5 * time.Second, streamRequests64: 4096, streamRequests256: 4096,
 		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 8000}, truncationStreams: 50000,
 		scale: []int{1, 10, 100, 1000}, bigBodies: 256, manyModels: 5000}
 }
@@ -111,6 +111,15 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	defer proxy.stop()
 	variants := []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}}
+	if !pl.skipSplit {
+		chain, err := startChain(ctx, self, upAddr)
+		if err != nil {
+			return err
+		}
+		defer chain.stop()
+		chain.fresh = func(ctx context.Context) (*system, error) { return startChain(ctx, self, upAddr) }
+		variants = append(variants, variant{chainedFloor, chain, "n"})
+	}
 	current, stopCurrent, err := iopVariants(ctx, *iop, dir, upAddr, pl, "")
 	if err != nil {
 		return err
@@ -233,6 +242,27 @@ func iopVersion(ctx context.Context, bin string) string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// chainedFloor labels two naive proxies in a row, both processes summed:
+// what the split's extra hop costs when done naively, the reference
+// beside the split's figures (no goal is set against it).
+const chainedFloor = "naive proxy, chained"
+
+// startChain starts two naive proxies, the first in front of the second.
+func startChain(ctx context.Context, self, upAddr string) (*system, error) {
+	back, backAddr, err := startAddr(ctx, "proxy", self, "proxy", "-upstream", "http://"+upAddr)
+	if err != nil {
+		return nil, err
+	}
+	front, frontAddr, err := startAddr(ctx, "proxy", self, "proxy", "-upstream", "http://"+backAddr)
+	if err != nil {
+		back.stop()
+		return nil, err
+	}
+	s := proxySystem(front, frontAddr)
+	s.name, s.procs = "two naive ReverseProxies in a row", []*proc{front, back}
+	return s, nil
 }
 
 func proxySystem(px *proc, addr string) *system {

@@ -49,3 +49,29 @@ func TestSummaryTable(t *testing.T) {
 		t.Fatal("a page without markers was written")
 	}
 }
+
+// TestSummaryChainedFloor: the chained floor's column carries its ratios
+// to the floor as a reference, with no goal mark.
+func TestSummaryChainedFloor(t *testing.T) {
+	res := results{}
+	for label, v := range map[string][]float64{ // cpu/req, ttft64, KiB/stream
+		"naive proxy":      {100, 20, 57},
+		"iop split tunnel": {190, 24, 90},
+		chainedFloor:       {210, 31, 110},
+	} {
+		for i, m := range []string{"cpu_us_per_req", "ttft64_p50_ms", "kib_per_stream_1000"} {
+			res.add(label, m, v[i])
+		}
+	}
+	got := summaryTable("test machine", plan{reps: 3, openStreams: []int{1000}}, res)
+	for _, want := range []string{
+		"| metric | floor (naive proxy) | split (gateway + node, TCP link) | reference: two naive proxies chained |",
+		"| CPU per JSON request (µs) | 100 | 190, 1.90× ✅ | 210, 2.10× |",
+		"| time to first token at 64 streams, p50 (ms) | 20.00 | 24.00, +4.00 ms ❌ | 31.00, +11.00 ms |",
+		"| memory per held stream at 1000 (KiB) | 57.0 | 90.0 ✅ | 110.0 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}
