@@ -37,6 +37,14 @@ type aheadConn struct {
 	buf  *[]byte // pooled; buf[r:w] is read ahead and not yet returned
 	r, w int
 	err  error // what the read-ahead met after its bytes, returned next
+
+	// The read-ahead's system call, bound once per connection, and what
+	// it read into and met: a closure made at each read-ahead escaped to
+	// the heap with what it captured.
+	readRaw func(fd uintptr) bool
+	into    []byte
+	n       int
+	rawErr  error
 }
 
 // dialAhead wraps dial's connections with read-ahead when they have a
@@ -55,8 +63,16 @@ func dialAhead(dial func(ctx context.Context, network, addr string) (net.Conn, e
 		if err != nil {
 			return c, nil
 		}
-		return &aheadConn{Conn: c, raw: raw}, nil
+		ac := &aheadConn{Conn: c, raw: raw}
+		ac.readRaw = ac.read
+		return ac, nil
 	}
+}
+
+// read is the read-ahead's system call on the connection's descriptor.
+func (c *aheadConn) read(fd uintptr) bool {
+	c.n, c.rawErr = syscall.Read(int(fd), c.into)
+	return true // never wait: an empty socket is left to the next read
 }
 
 func (c *aheadConn) Read(p []byte) (int, error) {
@@ -83,12 +99,11 @@ func (c *aheadConn) Read(p []byte) (int, error) {
 // readAhead reads what the socket already holds, without waiting.
 func (c *aheadConn) readAhead() {
 	b := aheadPool.Get().(*[]byte)
-	var n int
-	var err error
-	if rerr := c.raw.Read(func(fd uintptr) bool {
-		n, err = syscall.Read(int(fd), *b)
-		return true // never wait: an empty socket is left to the next read
-	}); rerr != nil {
+	c.into, c.n, c.rawErr = *b, 0, nil
+	rerr := c.raw.Read(c.readRaw)
+	n, err := c.n, c.rawErr
+	c.into, c.rawErr = nil, nil
+	if rerr != nil {
 		n, err = 0, nil // closed or past its deadline: the next read says so
 	}
 	switch {

@@ -107,3 +107,34 @@ func TestReadAheadKeepsTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAheadAllocatesNothing: a read that reads ahead costs no
+// allocation of its own (the pooled buffer aside, which a warm pool
+// hands back): its system call is bound once per connection.
+func TestReadAheadAllocatesNothing(t *testing.T) {
+	c, s := aheadPair(t)
+	burst := bytes.Repeat([]byte("0123456789abcdef"), 2*ReadBufferSize/16)
+	p := make([]byte, ReadBufferSize)
+	aheads := 0
+	round := func() {
+		if _, err := s.Write(burst); err != nil { // on loopback, all there when Write returns
+			t.Fatal(err)
+		}
+		for got := 0; got < len(burst); got += len(p) {
+			if _, err := io.ReadFull(c, p); err != nil {
+				t.Fatal(err)
+			}
+			if got == 0 && c.buf != nil {
+				aheads++ // the first read filled p and took the rest ahead
+			}
+		}
+	}
+	round() // the pool's buffer
+	allocs := testing.AllocsPerRun(50, round)
+	if aheads < 50 {
+		t.Fatalf("%d of 51 rounds read ahead, want all", aheads)
+	}
+	if allocs > 0.5 {
+		t.Fatalf("%.1f allocations a round that reads ahead, want none", allocs)
+	}
+}
