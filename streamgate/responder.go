@@ -168,6 +168,9 @@ func (r *responder) commit() {
 	for k, v := range r.extra {
 		dst[k] = v
 	}
+	// The writer's map holds the head now: a held stream keeps no second
+	// map of it.
+	r.header = nil
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -310,6 +313,15 @@ func (r *responder) respond(status int, h http.Header, body []byte) error {
 	err := r.writeLocked(body, false)
 	r.state = TerminalCommitted
 	return err
+}
+
+// respondHead answers with the head setHead took and an empty body, when
+// nothing was committed yet (a streamed or binary answer without a byte).
+func (r *responder) respondHead() error {
+	r.mu.Lock()
+	status, h := r.status, r.header
+	r.mu.Unlock()
+	return r.respond(status, h, nil)
 }
 
 // abort ends the client connection abruptly: the only honest end when

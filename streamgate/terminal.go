@@ -45,7 +45,7 @@ func (rt *runtime) fail(ctx context.Context, e *openai.Error, o *outcome) {
 			boundary = "\n"
 		}
 	} else if ar != nil && ar.tun != nil {
-		ct := ar.tun.header.Get("Content-Type")
+		ct := ar.tun.contentType
 		b = tunnelTypedError(rt.req.Surface, ct, ar.tun.nextSeq(), code, typ, msg)
 		if isNDJSON(ct) {
 			boundary = "\n"

@@ -30,8 +30,13 @@ type tunnelState struct {
 	surface *surface.Surface
 	mode    tunnelMode
 	status  int
-	header  http.Header
-	buf     []byte
+	// header is the upstream's head, for an answer still to be read
+	// whole (an error's, a buffered body's); a streamed or binary
+	// answer's went to the responder (setHead), which writes it, and the
+	// tunnel keeps only its content type.
+	header      http.Header
+	contentType string
+	buf         []byte
 	// obs follows the stream's events (framing parsed, JSON decoded): its
 	// own terminal, an error event, tool calls, Responses sequence numbers.
 	obs *eventstream.Observer
@@ -91,7 +96,8 @@ func (ar *attemptRun) frame(f *execution.ProviderTunnelFrame) *outcome {
 func (ar *attemptRun) responseStart(f *execution.ProviderTunnelFrame) {
 	t, rt := ar.tun, ar.rt
 	t.status, t.header = f.Status, httphdr.ForClient(http.Header(f.Header))
-	format, stream := eventstream.FormatFor(t.header.Get("Content-Type"))
+	t.contentType = t.header.Get("Content-Type")
+	format, stream := eventstream.FormatFor(t.contentType)
 	switch {
 	case f.Status >= 400:
 		t.mode = tunnelError
@@ -99,9 +105,11 @@ func (ar *attemptRun) responseStart(f *execution.ProviderTunnelFrame) {
 		t.mode = tunnelStream
 		t.obs = eventstream.NewObserver(t.dialect(), format)
 		rt.resp.setHead(f.Status, t.header)
-	case isBinary(t.header.Get("Content-Type")):
+		t.header = nil
+	case isBinary(t.contentType):
 		t.mode = tunnelRaw
 		rt.resp.setHead(f.Status, t.header)
+		t.header = nil
 	default:
 		t.mode = tunnelBuffer
 		rt.resp.setHead(f.Status, t.header)
@@ -121,8 +129,8 @@ func (ar *attemptRun) buffered(p []byte) []byte {
 		// An error body this large is not an error body we can retry on.
 		ar.rt.resp.setHead(t.status, t.header)
 	}
-	t.mode, p, t.buf = tunnelStream, t.buf, nil
-	format, _ := eventstream.FormatFor(t.header.Get("Content-Type"))
+	t.mode, p, t.buf, t.header = tunnelStream, t.buf, nil, nil
+	format, _ := eventstream.FormatFor(t.contentType)
 	t.obs = eventstream.NewObserver(t.dialect(), format)
 	t.decided = true
 	return p
@@ -225,7 +233,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 			return clientGone(err)
 		}
 		if rt.resp.State() == TransportUncommitted {
-			_ = rt.resp.respond(t.status, t.header, nil)
+			_ = rt.resp.respondHead()
 		}
 	case tunnelStream:
 		t.obs.Close()
@@ -245,7 +253,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		}
 		if rt.resp.State() == TransportUncommitted {
 			// A streaming answer with an empty body: send its head.
-			_ = rt.resp.respond(t.status, t.header, nil)
+			_ = rt.resp.respondHead()
 		}
 	default:
 		return &outcome{kind: outAbnormal}

@@ -3,6 +3,7 @@ package streamgate
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/iopgw/iop/execution"
@@ -39,4 +40,38 @@ func TestTunnelRawBodyPassesThrough(t *testing.T) {
 	}()
 	serve(t, d, &Request{Surface: surface.Speech, Model: "m", Snapshot: []byte("{}")}, nil)
 	t.Fatal("a cut binary body ended cleanly")
+}
+
+// TestTunnelRawEmptyBodySendsItsHead: a binary answer without a byte is
+// answered with the upstream's head — its status and headers, from the
+// head the responder kept — and an empty body.
+func TestTunnelRawEmptyBodySendsItsHead(t *testing.T) {
+	hdr := map[string][]string{"Content-Type": {"audio/wav"}, "X-Request-Id": {"up-1"}}
+	items := []Item{
+		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 203, Header: hdr}),
+		frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}),
+	}
+	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: items}}}
+	w := serve(t, d, &Request{Surface: surface.Speech, Model: "m", Snapshot: []byte("{}")}, nil)
+	if w.Code != 203 || w.Body.Len() != 0 || w.Header().Get("Content-Type") != "audio/wav" || w.Header().Get("X-Request-Id") != "up-1" {
+		t.Fatalf("%d, %d bytes, header %v", w.Code, w.Body.Len(), w.Header())
+	}
+}
+
+// TestResponderKeepsNoHeadOnceWritten: once the head is written the
+// writer's header map holds it; the responder lets its own go (a held
+// stream keeps one map of its head, not two).
+func TestResponderKeepsNoHeadOnceWritten(t *testing.T) {
+	w := httptest.NewRecorder()
+	r := newResponder(w, 0)
+	r.setHead(200, http.Header{"Content-Type": {"text/event-stream"}})
+	if err := r.write([]byte("data: {}\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if r.header != nil {
+		t.Fatal("the responder still holds the head it wrote")
+	}
+	if w.Header().Get("Content-Type") != "text/event-stream" || w.Code != 200 {
+		t.Fatalf("%d %v", w.Code, w.Header())
+	}
 }
