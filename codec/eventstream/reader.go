@@ -49,9 +49,14 @@ type Reader struct {
 	skipLF   bool   // the last chunk ended in CR: a leading LF ends nothing
 	bom      int    // bytes of a leading UTF-8 BOM matched; 3 = done
 
-	// SSE event being built.
+	// SSE event being built. Its data is ref — a slice of the bytes Feed
+	// was given — while it is one data line of those bytes (the common
+	// event, read without a copy), else data, which the reader owns; an
+	// event still open when Feed returns is copied into data then.
 	name    string
 	data    []byte
+	ref     []byte
+	inRef   bool
 	hasData bool
 	over    bool
 	lastID  string
@@ -66,7 +71,9 @@ func NewReader(f Format, max int) *Reader {
 	return &Reader{format: f, max: max}
 }
 
-// Feed reads p, calling fn for every event it completes.
+// Feed reads p, calling fn for every event it completes. A line whole in
+// p is read where it is; only a line or an event that p leaves unfinished
+// is copied, to be finished by the next Feed.
 func (r *Reader) Feed(p []byte, fn func(Event)) {
 	p = r.skipBOM(p, fn)
 	var ends lineEnds
@@ -81,9 +88,16 @@ func (r *Reader) Feed(p []byte, fn func(Event)) {
 		i := ends.next(p)
 		if i < 0 {
 			r.appendLine(p)
-			return
+			break
 		}
-		r.appendLine(p[:i])
+		if len(r.line) == 0 && !r.lineOver && i <= r.max+64 {
+			r.endLine(p[:i], false, true, fn) // whole in p: no copy
+		} else {
+			r.appendLine(p[:i])
+			line, over := r.line, r.lineOver
+			r.line, r.lineOver = r.line[:0], false
+			r.endLine(line, over, false, fn)
+		}
 		if p[i] == '\r' {
 			if i+1 < len(p) {
 				if p[i+1] == '\n' {
@@ -94,7 +108,16 @@ func (r *Reader) Feed(p []byte, fn func(Event)) {
 			}
 		}
 		p = p[i+1:]
-		r.endLine(fn)
+	}
+	r.own()
+}
+
+// own copies an open event's data out of the bytes Feed was given, which
+// are not the reader's once it returns.
+func (r *Reader) own() {
+	if r.inRef {
+		r.data = append(r.data[:0], r.ref...)
+		r.ref, r.inRef = nil, false
 	}
 }
 
@@ -138,7 +161,9 @@ func (r *Reader) Close(fn func(Event)) {
 		r.Feed(matched, fn)
 	}
 	if len(r.line) > 0 || r.lineOver {
-		r.endLine(fn)
+		line, over := r.line, r.lineOver
+		r.line, r.lineOver = r.line[:0], false
+		r.endLine(line, over, false, fn)
 	}
 	if r.format == FormatSSE {
 		r.dispatch(fn)
@@ -174,9 +199,9 @@ func (r *Reader) appendLine(p []byte) {
 	r.line = append(r.line, p...)
 }
 
-func (r *Reader) endLine(fn func(Event)) {
-	line, over := r.line, r.lineOver
-	r.line, r.lineOver = r.line[:0], false
+// endLine handles a finished line; inP says it lies in the bytes Feed
+// was given (not in the reader's own buffer).
+func (r *Reader) endLine(line []byte, over, inP bool, fn func(Event)) {
 	if r.format == FormatNDJSON {
 		if over {
 			fn(Event{Oversize: true})
@@ -191,11 +216,11 @@ func (r *Reader) endLine(fn func(Event)) {
 		r.over, r.hasData = true, true // a field too long spoils its event
 		return
 	}
-	r.field(line, fn)
+	r.field(line, inP, fn)
 }
 
-// field interprets one SSE line.
-func (r *Reader) field(line []byte, fn func(Event)) {
+// field interprets one SSE line (inP as for endLine).
+func (r *Reader) field(line []byte, inP bool, fn func(Event)) {
 	if len(line) == 0 {
 		r.dispatch(fn)
 		return
@@ -214,20 +239,39 @@ func (r *Reader) field(line []byte, fn func(Event)) {
 	case "event":
 		r.name = string(value)
 	case "data":
-		if r.hasData && !r.over {
-			r.data = append(r.data, '\n')
-		}
-		r.hasData = true
-		if !r.over && len(r.data)+len(value) > r.max {
-			r.over, r.data = true, r.data[:0]
-		}
-		if !r.over {
-			r.data = append(r.data, value...)
-		}
+		r.dataLine(value, inP)
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 {
 			r.lastID = string(value)
 		}
+	}
+}
+
+// dataLine adds a data line's value to the event: its first line stays
+// where it is when it lies in Feed's bytes; a second is joined to it
+// with a newline in the reader's own buffer.
+func (r *Reader) dataLine(value []byte, inP bool) {
+	n, sep := len(r.data), 0
+	if r.inRef {
+		n = len(r.ref)
+	}
+	if r.hasData {
+		sep = 1
+	}
+	first := !r.hasData
+	r.hasData = true
+	switch {
+	case r.over:
+	case n+sep+len(value) > r.max:
+		r.over, r.data, r.ref, r.inRef = true, r.data[:0], nil, false
+	case first && inP:
+		r.ref, r.inRef = value, true
+	default:
+		r.own()
+		if sep == 1 {
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, value...)
 	}
 }
 
@@ -237,9 +281,12 @@ func (r *Reader) dispatch(fn func(Event)) {
 		return
 	}
 	ev := Event{Name: r.name, Data: r.data, ID: r.lastID, Oversize: r.over}
-	if r.over {
+	switch {
+	case r.over:
 		ev.Data = nil
+	case r.inRef:
+		ev.Data = r.ref
 	}
 	fn(ev)
-	r.name, r.data, r.hasData, r.over = "", r.data[:0], false, false
+	r.name, r.data, r.ref, r.inRef, r.hasData, r.over = "", r.data[:0], nil, false, false, false
 }
