@@ -227,3 +227,45 @@ func TestReadBufGrows(t *testing.T) {
 		t.Fatalf("a new buffer after a large one starts at %d", len(b.Bytes()))
 	}
 }
+
+// TestReaderOwnsWhatAFeedLeavesOpen: an event Feed leaves unfinished is
+// the reader's own copy, whatever becomes of the bytes it was fed (a
+// pump reuses its buffer for the next read).
+func TestReaderOwnsWhatAFeedLeavesOpen(t *testing.T) {
+	var out []string
+	fn := func(ev Event) { out = append(out, string(ev.Data)) }
+	r := NewReader(FormatSSE, 0)
+	buf := []byte("data: first\n\ndata: open\nevent: e\n")
+	r.Feed(buf, fn)
+	copy(buf, bytes.Repeat([]byte{'#'}, len(buf))) // the pump's next read
+	r.Feed([]byte("data: more\n\n"), fn)
+	if diff := cmp.Diff([]string{"first", "open\nmore"}, out); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
+	}
+	buf = []byte("data: alone\n")
+	r.Feed(buf, fn)
+	copy(buf, bytes.Repeat([]byte{'#'}, len(buf)))
+	r.Feed([]byte("\n"), fn)
+	if out[len(out)-1] != "alone" {
+		t.Fatalf("an event finished by the next Feed read %q", out[len(out)-1])
+	}
+}
+
+// TestReaderReadsWholeEventsInPlace: a stream's events that arrive whole
+// cost the reader no buffer of its own (a held stream's reader keeps
+// none).
+func TestReaderReadsWholeEventsInPlace(t *testing.T) {
+	in := []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n")
+	n := 0
+	fn := func(ev Event) { n += len(ev.Data) }
+	allocs := testing.AllocsPerRun(100, func() {
+		r := NewReader(FormatSSE, 0)
+		r.Feed(in, fn)
+	})
+	if n == 0 {
+		t.Fatal("no event read")
+	}
+	if allocs > 1 {
+		t.Fatalf("%.0f allocations for a reader fed one whole event, want the reader's own only", allocs)
+	}
+}
