@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/iopgw/iop/internal/inproc"
 	"github.com/iopgw/iop/wire"
 )
 
@@ -88,12 +87,10 @@ type detached struct {
 }
 
 // detach is Attempt's wait on the in-process channel: a, the stream's
-// first attempt, and every later one are followed, until the stream ends.
-func (h *Hub) detach(stream wire.NodeLink_AttemptServer, a *AttemptConn, end func(error)) {
-	d := &detached{h: h, stream: stream, end: end, pending: func() bool { return false }}
-	if p, ok := inproc.Pending(stream.Context()); ok {
-		d.pending = p
-	}
+// first attempt, and every later one are followed, until the stream ends
+// (end and pending are inproc.Detach's and inproc.Pending's).
+func (h *Hub) detach(stream wire.NodeLink_AttemptServer, a *AttemptConn, end func(error), pending func() bool) {
+	d := &detached{h: h, stream: stream, end: end, pending: pending}
 	context.AfterFunc(stream.Context(), d.streamEnded)
 	d.follow(a)
 }

@@ -69,15 +69,15 @@ func TestDetachedStreamEnds(t *testing.T) {
 		run  func(h *Hub, s ctxStream, cancel context.CancelFunc, a *AttemptConn, end func(error))
 	}{
 		{"the attempt ends", func(h *Hub, s ctxStream, _ context.CancelFunc, a *AttemptConn, end func(error)) {
-			h.detach(s, a, end)
+			h.detach(s, a, end, nothingPending)
 			a.End()
 		}},
 		{"it had ended", func(h *Hub, s ctxStream, _ context.CancelFunc, a *AttemptConn, end func(error)) {
 			a.End()
-			h.detach(s, a, end)
+			h.detach(s, a, end, nothingPending)
 		}},
 		{"the stream ends", func(h *Hub, s ctxStream, cancel context.CancelFunc, a *AttemptConn, end func(error)) {
-			h.detach(s, a, end)
+			h.detach(s, a, end, nothingPending)
 			cancel()
 		}},
 		{"the stream had ended", func(h *Hub, s ctxStream, cancel context.CancelFunc, a *AttemptConn, end func(error)) {
@@ -108,3 +108,7 @@ func TestDetachedStreamEnds(t *testing.T) {
 		})
 	}
 }
+
+// nothingPending is inproc.Pending's report for a stream whose node never
+// sent its next message.
+func nothingPending() bool { return false }

@@ -736,7 +736,8 @@ func (h *Hub) Attempt(stream wire.NodeLink_AttemptServer) error {
 		return err
 	}
 	if end, ok := inproc.Detach(stream.Context()); ok {
-		h.detach(stream, a, end)
+		pending, _ := inproc.Pending(stream.Context()) // a context Detach took: Pending takes it too
+		h.detach(stream, a, end, pending)
 		return nil
 	}
 	for {
