@@ -68,6 +68,30 @@ func (r results) median(label, metric string) (float64, bool) {
 	return s[len(s)/2], true
 }
 
+// spread compares label's figure of metric with base's in each
+// repetition (cmp(label's, base's)) and returns the lowest and highest
+// comparison; ok is false unless both have as many figures, two or
+// more, and base's are not zero.
+func (r results) spread(label, base, metric string, cmp func(v, b float64) float64) (lo, hi float64, ok bool) {
+	vs, bs := r[label][metric], r[base][metric]
+	if len(vs) < 2 || len(vs) != len(bs) {
+		return 0, 0, false
+	}
+	for i, v := range vs {
+		if bs[i] == 0 {
+			return 0, 0, false
+		}
+		c := cmp(v, bs[i])
+		if i == 0 || c < lo {
+			lo = c
+		}
+		if i == 0 || c > hi {
+			hi = c
+		}
+	}
+	return lo, hi, true
+}
+
 func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a short run (≤ 2 minutes) for development")

@@ -68,7 +68,11 @@ func summaryTable(env string, pl plan, res results) string {
 			if atLeast {
 				met = r >= bound(goalsOf(c))
 			}
-			row = append(row, cell(c, fmt.Sprintf(format, v), fmt.Sprintf("%.2f×", r), met))
+			rel := fmt.Sprintf("%.2f×", r)
+			if lo, hi, ok := res.spread(c, floor, metric, func(v, f float64) float64 { return v / f }); ok {
+				rel += fmt.Sprintf(" (%.2f–%.2f×)", lo, hi)
+			}
+			row = append(row, cell(c, fmt.Sprintf(format, v), rel, met))
 		}
 		cmp := "≤"
 		if atLeast {
@@ -88,7 +92,11 @@ func summaryTable(env string, pl plan, res results) string {
 			row = append(row, f(v, ok, "%.2f"))
 			continue
 		}
-		row = append(row, cell(c, fmt.Sprintf("%.2f", v), fmt.Sprintf("%+.2f ms", v-fv), v-fv <= goalsOf(c).addedTTFT))
+		rel := fmt.Sprintf("%+.2f ms", v-fv)
+		if lo, hi, ok := res.spread(c, floor, "ttft64_p50_ms", func(v, f float64) float64 { return v - f }); ok {
+			rel += fmt.Sprintf(" (%+.2f to %+.2f)", lo, hi)
+		}
+		row = append(row, cell(c, fmt.Sprintf("%.2f", v), rel, v-fv <= goalsOf(c).addedTTFT))
 	}
 	t.rows = append(t.rows, append(row, fmt.Sprintf("floor + %.0f ms / + %.0f ms", colocatedGoals.addedTTFT, splitGoals.addedTTFT)))
 
@@ -119,7 +127,7 @@ func summaryTable(env string, pl plan, res results) string {
 	t.rows = append(t.rows, append(row, "0 / 0"))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\nMachine: %s; %d repetition(s), medians. iop dev is the co-located deployment (its node on the in-process channel); iop split an edge and a node in two processes (the TCP link), both summed; the chained floor is two naive proxies in a row, both summed — what the split's extra hop costs done naively, a reference without a goal. Every figure is from the same run as the floor's (the naive `httputil.ReverseProxy`); the full report is [benchmarks.md](benchmarks.md).\n\n", summaryBegin, env, pl.reps)
+	fmt.Fprintf(&b, "%s\n\nMachine: %s; %d repetition(s), medians. iop dev is the co-located deployment (its node on the in-process channel); iop split an edge and a node in two processes (the TCP link), both summed; the chained floor is two naive proxies in a row, both summed — what the split's extra hop costs done naively, a reference without a goal. Every figure is from the same run as the floor's (the naive `httputil.ReverseProxy`); in brackets, the lowest and highest of the repetitions, each against the floor's figure in the same repetition; the full report is [benchmarks.md](benchmarks.md).\n\n", summaryBegin, env, pl.reps)
 	b.WriteString(t.String())
 	b.WriteString("\n" + summaryEnd)
 	return b.String()

@@ -55,6 +55,29 @@ func TestSummaryChainedFloor(t *testing.T) {
 		"| memory per held stream at 1000 (KiB) | 57.0 | 90.0 ✅ | 110.0 |")
 }
 
+// TestSummarySpread: with several repetitions, a cell carries the lowest
+// and highest of its repetitions, each against the floor's figure in the
+// same repetition, beside the median's ratio; repetitions whose counts
+// differ show none.
+func TestSummarySpread(t *testing.T) {
+	res := results{}
+	for i, rep := range [][4]float64{{100, 20, 120, 23}, {90, 22, 117, 22}, {110, 21, 121, 25}} {
+		res.add("naive proxy", "cpu_us_per_req", rep[0])
+		res.add("naive proxy", "ttft64_p50_ms", rep[1])
+		res.add("iop dev tunnel", "cpu_us_per_req", rep[2])
+		res.add("iop dev tunnel", "ttft64_p50_ms", rep[3])
+		res.add("naive proxy", "rps64", 6000)
+		if i < 2 {
+			res.add("iop dev tunnel", "rps64", 5400)
+		}
+	}
+	summaryHas(t, summaryTable("test machine", plan{reps: 3}, res),
+		"| CPU per JSON request (µs) | 100 | 120, 1.20× (1.10–1.30×) ✅ |",
+		"| requests/s at c=64 | 6000 | 5400, 0.90× ✅ |",
+		"| time to first token at 64 streams, p50 (ms) | 21.00 | 23.00, +2.00 ms (+0.00 to +4.00) ❌ |",
+		"in brackets, the lowest and highest of the repetitions")
+}
+
 // summaryHas fails t for each line the summary lacks.
 func summaryHas(t *testing.T, summary string, lines ...string) {
 	t.Helper()
