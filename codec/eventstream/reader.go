@@ -90,7 +90,7 @@ func (r *Reader) Feed(p []byte, fn func(Event)) {
 			r.appendLine(p)
 			break
 		}
-		if len(r.line) == 0 && !r.lineOver && i <= r.max+64 {
+		if len(r.line) == 0 && !r.lineOver && i <= r.lineLimit() {
 			r.endLine(p[:i], false, true, fn) // whole in p: no copy
 		} else {
 			r.appendLine(p[:i])
@@ -192,12 +192,16 @@ func (r *Reader) appendLine(p []byte) {
 	if r.lineOver {
 		return
 	}
-	if len(r.line)+len(p) > r.max+64 { // a field name and colon on top of max data
+	if len(r.line)+len(p) > r.lineLimit() {
 		r.lineOver, r.line = true, r.line[:0]
 		return
 	}
 	r.line = append(r.line, p...)
 }
+
+// lineLimit is the longest line the reader reads: a field name and colon
+// on top of max data. A longer one spoils its event (Oversize).
+func (r *Reader) lineLimit() int { return r.max + 64 }
 
 // endLine handles a finished line; inP says it lies in the bytes Feed
 // was given (not in the reader's own buffer).
