@@ -15,7 +15,7 @@ import (
 	"github.com/iopgw/iop/wire"
 )
 
-// open dispatches work to the connection owner: onto one of its parked
+// Open dispatches work to the connection owner: onto one of its parked
 // streams when it has one, otherwise it asks that connection to open an
 // Attempt stream and sends down on it.
 func (h *Hub) Open(ctx context.Context, owner pool.Reception, down *wire.AttemptDown) (*AttemptConn, error) {
