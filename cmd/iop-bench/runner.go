@@ -93,90 +93,136 @@ func (r results) spread(label, base, metric string, cmp func(v, b float64) float
 }
 
 func runBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "a short run (≤ 2 minutes) for development")
-	iop := fs.String("iop", "bin/iop", "the iop binary")
-	portkeyDir := fs.String("portkey", "", "directory with node_modules/@portkey-ai/gateway (empty: skip the peer)")
-	out := fs.String("out", "", "write the Markdown report here (and the plot next to it)")
-	chunks := fs.Int("chunks", 32, "content chunks per stream")
-	baseline := fs.String("baseline", "", "an earlier iop binary, measured side by side (variants labelled \"before: …\")")
-	summaryOut := fs.String("summary", "", "also write the goal summary (both channels and the floor) into this Markdown file, between its markers")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	pl := plans(*quick)
-	self, err := os.Executable()
+	f, err := parseRun(args)
 	if err != nil {
 		return err
 	}
+	pl := plans(f.quick)
 	dir, err := os.MkdirTemp("", "iop-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	variants, stop, err := startSystems(ctx, f, pl, dir)
+	defer stop()
+	if err != nil {
+		return err
+	}
+	env := environment()
+	if f.baseline != "" {
+		if out, err := exec.CommandContext(ctx, f.baseline, "version").Output(); err == nil {
+			env += fmt.Sprintf("; \"before:\" rows are `%s`, \"iop\" rows `%s`", strings.TrimSpace(string(out)), iopVersion(ctx, f.iop))
+		}
+	}
+	res, err := measure(ctx, variants, pl, f.chunks)
+	if err != nil {
+		return err
+	}
+	report := render(env, pl, variants, res, f.chunks)
+	if err := writeReport(f.out, report); err != nil {
+		return err
+	}
+	if f.summaryOut != "" {
+		return writeSummary(f.summaryOut, summaryTable(env, pl, res))
+	}
+	return nil
+}
 
-	up, upAddr, err := startAddr(ctx, "upstream", self, "upstream", "-chunks", fmt.Sprint(*chunks))
-	if err != nil {
-		return err
+// runFlags are the flags of iop-bench run.
+type runFlags struct {
+	quick                                      bool
+	iop, portkeyDir, out, baseline, summaryOut string
+	chunks                                     int
+}
+
+func parseRun(args []string) (runFlags, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.BoolVar(&f.quick, "quick", false, "a short run (≤ 2 minutes) for development")
+	fs.StringVar(&f.iop, "iop", "bin/iop", "the iop binary")
+	fs.StringVar(&f.portkeyDir, "portkey", "", "directory with node_modules/@portkey-ai/gateway (empty: skip the peer)")
+	fs.StringVar(&f.out, "out", "", "write the Markdown report here (and the plot next to it)")
+	fs.IntVar(&f.chunks, "chunks", 32, "content chunks per stream")
+	fs.StringVar(&f.baseline, "baseline", "", "an earlier iop binary, measured side by side (variants labelled \"before: …\")")
+	fs.StringVar(&f.summaryOut, "summary", "", "also write the goal summary (both channels and the floor) into this Markdown file, between its markers")
+	return f, fs.Parse(args)
+}
+
+// startSystems starts the upstream and every system the run measures:
+// the direct connection, the floor, the chained floor, iop (and the
+// baseline's) and the peer. stop stops whatever was started, also when
+// err is not nil.
+func startSystems(ctx context.Context, f runFlags, pl plan, dir string) (vs []variant, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
 	}
-	defer up.stop()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, stop, err
+	}
+	up, upAddr, err := startAddr(ctx, "upstream", self, "upstream", "-chunks", fmt.Sprint(f.chunks))
+	if err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, up.stop)
 	direct := &system{name: "direct", targets: map[string]target{"n": {url: "http://" + upAddr, model: "bench"}, "hold-n": {url: "http://" + upAddr, model: "hold-60"}}}
-	px, pxAddr, err := startAddr(ctx, "proxy", self, "proxy", "-upstream", "http://"+upAddr)
-	if err != nil {
-		return err
-	}
-	proxy := proxySystem(px, pxAddr)
-	proxy.fresh = func(ctx context.Context) (*system, error) {
+	startProxy := func(ctx context.Context) (*system, error) {
 		px, addr, err := startAddr(ctx, "proxy", self, "proxy", "-upstream", "http://"+upAddr)
 		if err != nil {
 			return nil, err
 		}
 		return proxySystem(px, addr), nil
 	}
-	defer proxy.stop()
-	variants := []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}}
+	proxy, err := startProxy(ctx)
+	if err != nil {
+		return nil, stop, err
+	}
+	proxy.fresh = startProxy
+	stops = append(stops, proxy.stop)
+	vs = []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}}
 	if !pl.skipSplit {
 		chain, err := startChain(ctx, self, upAddr)
 		if err != nil {
-			return err
+			return nil, stop, err
 		}
-		defer chain.stop()
+		stops = append(stops, chain.stop)
 		chain.fresh = func(ctx context.Context) (*system, error) { return startChain(ctx, self, upAddr) }
-		variants = append(variants, variant{chainedFloor, chain, "n"})
+		vs = append(vs, variant{chainedFloor, chain, "n"})
 	}
-	current, stopCurrent, err := iopVariants(ctx, *iop, dir, upAddr, pl, "")
-	if err != nil {
-		return err
-	}
-	defer stopCurrent()
-	variants = append(variants, current...)
-	if *baseline != "" {
-		before, stop, err := iopVariants(ctx, *baseline, dir, upAddr, pl, "before: ")
+	for _, b := range []struct{ bin, prefix string }{{f.iop, ""}, {f.baseline, "before: "}} {
+		if b.bin == "" {
+			continue
+		}
+		iop, stopIOP, err := iopVariants(ctx, b.bin, dir, upAddr, pl, b.prefix)
 		if err != nil {
-			return err
+			return nil, stop, err
 		}
-		defer stop()
-		variants = append(variants, before...)
+		stops = append(stops, stopIOP)
+		vs = append(vs, iop...)
 	}
-	if !pl.skipPortkey && *portkeyDir != "" {
-		pk, err := startPortkey(ctx, *portkeyDir, upAddr)
-		switch {
-		case errors.Is(err, errNoSystem):
-			fmt.Fprintln(os.Stderr, "skipping the peer:", err)
-		case err != nil:
-			return err
-		default:
-			defer pk.stop()
-			pk.fresh = func(ctx context.Context) (*system, error) { return startPortkey(ctx, *portkeyDir, upAddr) }
-			variants = append(variants, variant{"portkey 1.15.2", pk, "n"})
-		}
+	if pl.skipPortkey || f.portkeyDir == "" {
+		return vs, stop, nil
 	}
-	env := environment()
-	if *baseline != "" {
-		if out, err := exec.CommandContext(ctx, *baseline, "version").Output(); err == nil {
-			env += fmt.Sprintf("; \"before:\" rows are `%s`, \"iop\" rows `%s`", strings.TrimSpace(string(out)), iopVersion(ctx, *iop))
-		}
+	pk, err := startPortkey(ctx, f.portkeyDir, upAddr)
+	switch {
+	case errors.Is(err, errNoSystem):
+		fmt.Fprintln(os.Stderr, "skipping the peer:", err)
+	case err != nil:
+		return nil, stop, err
+	default:
+		stops = append(stops, pk.stop)
+		pk.fresh = func(ctx context.Context) (*system, error) { return startPortkey(ctx, f.portkeyDir, upAddr) }
+		vs = append(vs, variant{"portkey 1.15.2", pk, "n"})
 	}
+	return vs, stop, nil
+}
+
+// measure runs every scenario against every variant, the order rotated
+// each repetition, then the memory, truncation and peak figures.
+func measure(ctx context.Context, variants []variant, pl plan, chunks int) (results, error) {
 	res := results{}
 	for _, v := range variants {
 		rss, _ := v.sys.mem()
@@ -186,14 +232,14 @@ func runBench(ctx context.Context, args []string) error {
 	// Warm up every system once.
 	for _, v := range variants {
 		runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 8, requests: 200})
-		runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 8, requests: 64, chunks: *chunks})
+		runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 8, requests: 64, chunks: chunks})
 	}
 	for rep := 0; rep < pl.reps; rep++ {
 		order := rotate(variants, rep)
-		for _, sc := range scenarios(pl, *chunks) {
+		for _, sc := range scenarios(pl, chunks) {
 			for _, v := range order {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, ctx.Err()
 				}
 				sc.run(ctx, v, res)
 			}
@@ -203,19 +249,12 @@ func runBench(ctx context.Context, args []string) error {
 	for _, v := range variants {
 		memoryPerStream(ctx, v, pl, res)
 	}
-	truncationRun(ctx, variants, pl, *chunks, res)
+	truncationRun(ctx, variants, pl, chunks, res)
 	for _, v := range variants {
 		_, peak := v.sys.mem()
 		res.add(v.label, "peak_rss_mb", float64(peak)/1024)
 	}
-	report := render(env, pl, variants, res, *chunks)
-	if err := writeReport(*out, report); err != nil {
-		return err
-	}
-	if *summaryOut != "" {
-		return writeSummary(*summaryOut, summaryTable(env, pl, res))
-	}
-	return nil
+	return res, nil
 }
 
 // writeReport writes the report to out and its plot beside it, or the
