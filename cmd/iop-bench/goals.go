@@ -89,7 +89,7 @@ func (g *goalTable) tunnel() {
 		g.channelRatio("rps64", func(c channelGoals) float64 { return c.rps }, true))
 	g.rowIf(tun, "added TTFT at 64 streams", target(colocatedGoals.addedTTFT, splitGoals.addedTTFT, "≤ floor's + %.0f ms"), func(l string) (string, bool, bool) {
 		v, ok1 := g.res.median(l, "ttft64_p50_ms")
-		floor, ok2 := g.res.median("naive proxy", "ttft64_p50_ms")
+		floor, ok2 := g.res.median(floorLabel, "ttft64_p50_ms")
 		d := v - floor
 		return f(d, ok1 && ok2, "%+.2f ms"), ok1 && ok2, d <= goalsOf(l).addedTTFT
 	})
@@ -105,8 +105,8 @@ func (g *goalTable) tunnel() {
 		if len(g.pl.scale) < 2 {
 			return "—", false, false
 		}
-		lo, ok1 := ratio(g.res, l, "naive proxy", fmt.Sprintf("cpu_us_per_chunk_c%d", g.pl.scale[0]))
-		hi, ok2 := ratio(g.res, l, "naive proxy", fmt.Sprintf("cpu_us_per_chunk_c%d", g.pl.scale[len(g.pl.scale)-1]))
+		lo, ok1 := ratio(g.res, l, floorLabel, fmt.Sprintf("cpu_us_per_chunk_c%d", g.pl.scale[0]))
+		hi, ok2 := ratio(g.res, l, floorLabel, fmt.Sprintf("cpu_us_per_chunk_c%d", g.pl.scale[len(g.pl.scale)-1]))
 		if !ok1 || !ok2 || lo == 0 {
 			return "—", false, false
 		}
@@ -123,7 +123,7 @@ func (g *goalTable) tunnel() {
 func (g *goalTable) channelRatio(metric string, bound func(channelGoals) float64, atLeast bool) func(string) (string, bool, bool) {
 	return func(l string) (string, bool, bool) {
 		v, ok1 := g.res.median(l, metric)
-		floor, ok2 := g.res.median("naive proxy", metric)
+		floor, ok2 := g.res.median(floorLabel, metric)
 		if !ok1 || !ok2 || floor == 0 {
 			return "—", false, false
 		}
@@ -154,7 +154,7 @@ func (g *goalTable) translated() {
 // ratioCell measures metric against the floor; atLeast flips the bound.
 func (g *goalTable) ratioCell(metric string, bound float64, atLeast bool) func(string) (string, bool, bool) {
 	return func(l string) (string, bool, bool) {
-		r, ok := ratio(g.res, l, "naive proxy", metric)
+		r, ok := ratio(g.res, l, floorLabel, metric)
 		met := r <= bound
 		if atLeast {
 			met = r >= bound

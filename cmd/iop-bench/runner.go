@@ -182,7 +182,7 @@ func startSystems(ctx context.Context, f runFlags, pl plan, dir string) (vs []va
 	}
 	proxy.fresh = startProxy
 	stops = append(stops, proxy.stop)
-	vs = []variant{{"direct", direct, "n"}, {"naive proxy", proxy, "n"}}
+	vs = []variant{{"direct", direct, "n"}, {floorLabel, proxy, "n"}}
 	if !pl.skipSplit {
 		chain, err := startChain(ctx, self, upAddr)
 		if err != nil {
@@ -306,6 +306,10 @@ func iopVersion(ctx context.Context, bin string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// floorLabel labels the floor, the naive proxy every ratio of the
+// report and the summary is taken against.
+const floorLabel = "naive proxy"
 
 // chainedFloor labels two naive proxies in a row, both processes summed:
 // what the split's extra hop costs when done naively, the reference

@@ -170,7 +170,7 @@ func growth(pl plan, chunks int) []scenario {
 		// answers any) at the same place in the run, after the 1 MiB
 		// bodies, so that both figures are taken in the same conditions.
 		t, ok := v.sys.targets["t50"]
-		if !ok || v.key != "t" && v.label != "naive proxy" {
+		if !ok || v.key != "t" && v.label != floorLabel {
 			return
 		}
 		before := v.sys.cpu()

@@ -18,7 +18,7 @@ const (
 // summaryColumns are the systems of the table, floor first; a baseline's
 // ("before:") columns follow when the run has them.
 func summaryColumns(res results) []string {
-	cols := []string{"naive proxy"}
+	cols := []string{floorLabel}
 	for _, prefix := range []string{"", "before: "} {
 		for _, l := range []string{"iop dev tunnel", "iop split tunnel"} {
 			if len(res[prefix+l]) > 0 {
@@ -46,7 +46,6 @@ func cell(c, v, rel string, met bool) string {
 // iop's with their ratio (or difference) to the floor and ✅/❌ against
 // the column's channel goal.
 func summaryTable(env string, pl plan, res results) string {
-	const floor = "naive proxy"
 	cols := summaryColumns(res)
 	head := []string{"metric"}
 	for _, c := range cols {
@@ -56,10 +55,10 @@ func summaryTable(env string, pl plan, res results) string {
 	t := table{head: head}
 	ratioRow := func(name, metric, format string, bound func(channelGoals) float64, atLeast bool) {
 		row := []string{name}
-		fv, fok := res.median(floor, metric)
+		fv, fok := res.median(floorLabel, metric)
 		for _, c := range cols {
 			v, ok := res.median(c, metric)
-			if c == floor || !ok || !fok || fv == 0 {
+			if c == floorLabel || !ok || !fok || fv == 0 {
 				row = append(row, f(v, ok, format))
 				continue
 			}
@@ -69,7 +68,7 @@ func summaryTable(env string, pl plan, res results) string {
 				met = r >= bound(goalsOf(c))
 			}
 			rel := fmt.Sprintf("%.2f×", r)
-			if lo, hi, ok := res.spread(c, floor, metric, func(v, f float64) float64 { return v / f }); ok {
+			if lo, hi, ok := res.spread(c, floorLabel, metric, func(v, f float64) float64 { return v / f }); ok {
 				rel += fmt.Sprintf(" (%.2f–%.2f×)", lo, hi)
 			}
 			row = append(row, cell(c, fmt.Sprintf(format, v), rel, met))
@@ -85,15 +84,15 @@ func summaryTable(env string, pl plan, res results) string {
 	ratioRow("requests/s at c=64", "rps64", "%.0f", func(c channelGoals) float64 { return c.rps }, true)
 
 	row := []string{"time to first token at 64 streams, p50 (ms)"}
-	fv, fok := res.median(floor, "ttft64_p50_ms")
+	fv, fok := res.median(floorLabel, "ttft64_p50_ms")
 	for _, c := range cols {
 		v, ok := res.median(c, "ttft64_p50_ms")
-		if c == floor || !ok || !fok {
+		if c == floorLabel || !ok || !fok {
 			row = append(row, f(v, ok, "%.2f"))
 			continue
 		}
 		rel := fmt.Sprintf("%+.2f ms", v-fv)
-		if lo, hi, ok := res.spread(c, floor, "ttft64_p50_ms", func(v, f float64) float64 { return v - f }); ok {
+		if lo, hi, ok := res.spread(c, floorLabel, "ttft64_p50_ms", func(v, f float64) float64 { return v - f }); ok {
 			rel += fmt.Sprintf(" (%+.2f to %+.2f)", lo, hi)
 		}
 		row = append(row, cell(c, fmt.Sprintf("%.2f", v), rel, v-fv <= goalsOf(c).addedTTFT))
@@ -105,7 +104,7 @@ func summaryTable(env string, pl plan, res results) string {
 		row := []string{fmt.Sprintf("memory per held stream at %d (KiB)", n)}
 		for _, c := range cols {
 			v, ok := res.median(c, key)
-			if c == floor || c == chainedFloor || !ok {
+			if c == floorLabel || c == chainedFloor || !ok {
 				row = append(row, f(v, ok, "%.1f"))
 				continue
 			}
@@ -135,7 +134,7 @@ func summaryTable(env string, pl plan, res results) string {
 
 func columnName(label string) string {
 	switch strings.TrimPrefix(label, "before: ") {
-	case "naive proxy":
+	case floorLabel:
 		return "floor (naive proxy)"
 	case chainedFloor:
 		return "reference: two naive proxies chained"
