@@ -92,6 +92,8 @@ func (r results) spread(label, base, metric string, cmp func(v, b float64) float
 	return lo, hi, true
 }
 
+// runBench is iop-bench run: it starts every system, measures them all in
+// one run and writes the report (and the summary, when asked).
 func runBench(ctx context.Context, args []string) error {
 	f, err := parseRun(args)
 	if err != nil {
