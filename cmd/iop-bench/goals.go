@@ -58,12 +58,7 @@ func goals(vs []variant, pl plan, res results, streams, trunc float64) string {
 		return f(v, ok, "%.1f MiB"), ok, v <= goalIdleRSS
 	})
 	g.row(fmt.Sprintf("truncated or malformed streams (of %.0f)", streams), "0", func(l string) (string, bool, bool) {
-		n := 0.0
-		for _, k := range []string{"truncated", "soak_truncated"} {
-			for _, x := range res[l][k] {
-				n += x
-			}
-		}
+		n, _ := res.sum(l, "truncated", "soak_truncated")
 		return fmt.Sprintf("%.0f", n), true, n == 0
 	})
 	var b strings.Builder

@@ -160,16 +160,9 @@ func memorySection(vs []variant, pl plan, res results) string {
 // and truncated streams summed over its variants (for the goal table).
 func truncationSection(vs []variant, res results) (section string, iopStreams, iopTrunc float64) {
 	t := table{head: []string{"system", "streams", "truncated"}}
-	sum := func(label string, keys ...string) (n float64) {
-		for _, k := range keys {
-			for _, x := range res[label][k] {
-				n += x
-			}
-		}
-		return n
-	}
 	for _, v := range vs {
-		streams, trunc := sum(v.label, "streams", "soak_streams"), sum(v.label, "truncated", "soak_truncated")
+		streams, _ := res.sum(v.label, "streams", "soak_streams")
+		trunc, _ := res.sum(v.label, "truncated", "soak_truncated")
 		if strings.Contains(v.label, "iop ") {
 			iopStreams, iopTrunc = iopStreams+streams, iopTrunc+trunc
 		}

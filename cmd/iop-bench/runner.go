@@ -68,6 +68,17 @@ func (r results) median(label, metric string) (float64, bool) {
 	return s[len(s)/2], true
 }
 
+// sum adds label's figures of the metrics over every repetition; seen
+// is false when there are none.
+func (r results) sum(label string, metrics ...string) (n float64, seen bool) {
+	for _, m := range metrics {
+		for _, x := range r[label][m] {
+			n, seen = n+x, true
+		}
+	}
+	return n, seen
+}
+
 // spread compares label's figure of metric with base's in each
 // repetition (cmp(label's, base's)) and returns the lowest and highest
 // comparison; ok is false unless both have as many figures, two or

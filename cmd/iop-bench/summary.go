@@ -115,12 +115,7 @@ func summaryTable(env string, pl plan, res results) string {
 
 	row = []string{"truncated or malformed streams"}
 	for _, c := range cols {
-		n, seen := 0.0, false
-		for _, k := range []string{"truncated", "soak_truncated"} {
-			for _, x := range res[c][k] {
-				n, seen = n+x, true
-			}
-		}
+		n, seen := res.sum(c, "truncated", "soak_truncated")
 		row = append(row, f(n, seen, "%.0f"))
 	}
 	t.rows = append(t.rows, append(row, "0 / 0"))
