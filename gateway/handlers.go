@@ -95,7 +95,10 @@ func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call
 	if s.Tunnels {
 		path, tbody := s.Path, body
 		if call.TunnelPath != "" {
-			path, tbody = call.TunnelPath, call.TunnelBody
+			path = call.TunnelPath
+		}
+		if call.TunnelBody != nil {
+			tbody = call.TunnelBody
 		}
 		tunnel = &execution.ProviderTunnelRequest{RunID: runID, Model: call.Model, Method: http.MethodPost, Path: path,
 			Header: httphdr.ForUpstream(in, httphdr.CredentialScoped...), Body: tbody}

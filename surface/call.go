@@ -41,7 +41,9 @@ type Call struct {
 	OutputLimit int64
 	// TunnelPath and TunnelBody, when set, are the OpenAI request the
 	// tunnel form sends instead of the client's own (Ollama's embed as
-	// OpenAI embeddings), with Reshape turning the answer back.
+	// OpenAI embeddings), with Reshape turning the answer back. TunnelBody
+	// alone is the client's request naming the model it was routed to by
+	// default (a moderation without a model).
 	TunnelPath string
 	TunnelBody []byte
 	Reshape    func(status int, header http.Header, body []byte) (int, http.Header, []byte)
@@ -88,6 +90,32 @@ func decodeResponses(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 // that only tunnels (embeddings, legacy completions, moderations, images,
 // rerank).
 func decodeTunnelOnly(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	return decodeTunnel(body, lim, true)
+}
+
+// decodeTunnelOnlyOr is decodeTunnelOnly for a surface whose API names a
+// default model: a request without one is routed to that model, and the
+// body sent upstream names it (the one insertion, every other byte as the
+// client sent it), so an upstream that would default otherwise, or not
+// at all, serves the model the request was routed to.
+func decodeTunnelOnlyOr(model string) func([]byte, openai.Limits) (*Call, *openai.Error) {
+	return func(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+		c, e := decodeTunnel(body, lim, false)
+		if e != nil || c.Model != "" {
+			return c, e
+		}
+		nb, err := openai.WithModel(body, model)
+		if err != nil {
+			return nil, openai.InvalidRequest("", "Invalid type in the request body: %v.", err)
+		}
+		c.Model, c.TunnelBody = model, nb
+		return c, nil
+	}
+}
+
+// decodeTunnel reads a tunnelled request's model and stream flag; a
+// missing model is an error when required, else left empty.
+func decodeTunnel(body []byte, lim openai.Limits, required bool) (*Call, *openai.Error) {
 	if e := openai.CheckBody(body, lim); e != nil {
 		return nil, e
 	}
@@ -98,10 +126,15 @@ func decodeTunnelOnly(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	if err := json.Unmarshal(body, &head); err != nil {
 		return nil, openai.InvalidRequest("", "Invalid type in the request body: %v.", err)
 	}
-	if head.Model == nil || *head.Model == "" {
+	// Absent, the model may be defaulted; null or empty, it is missing.
+	if head.Model == nil && (required || hasNullModel(body)) || head.Model != nil && *head.Model == "" {
 		return nil, openai.InvalidRequest("model", "you must provide a model parameter")
 	}
-	return &Call{Model: *head.Model, Stream: head.Stream != nil && *head.Stream, Checked: true}, nil
+	c := &Call{Stream: head.Stream != nil && *head.Stream, Checked: true}
+	if head.Model != nil {
+		c.Model = *head.Model
+	}
+	return c, nil
 }
 
 // decodeMessages reads a Messages request, and its lossless translation
@@ -145,6 +178,15 @@ func decodeForm(body []byte, contentType string) (*Call, *openai.Error) {
 		return nil, openai.InvalidRequest("model", "you must provide a model parameter")
 	}
 	return c, nil
+}
+
+// hasNullModel reports whether body's top-level "model" member is there
+// (as null: a string was decoded otherwise).
+func hasNullModel(body []byte) bool {
+	var m struct {
+		Model json.RawMessage `json:"model"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Model != nil
 }
 
 func clipType(s string) string {

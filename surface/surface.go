@@ -73,7 +73,9 @@ var (
 		Tunnels: true, decode: decodeResponses, encode: encodeResponses}
 	Completions = tunnelOnly("completions", "/v1/completions", wire.SurfaceCompletions, false)
 	Embeddings  = tunnelOnly("embeddings", "/v1/embeddings", wire.SurfaceEmbeddings, true)
-	Moderations = tunnelOnly("moderations", "/v1/moderations", wire.SurfaceModerations, false)
+	// Moderations' model is optional: OpenAI's API defaults it to
+	// omni-moderation-latest, and so does the route.
+	Moderations = withDefaultModel(tunnelOnly("moderations", "/v1/moderations", wire.SurfaceModerations, false), "omni-moderation-latest")
 	Images      = media(tunnelOnly("images", "/v1/images/generations", wire.SurfaceImages, false))
 	Rerank      = tunnelOnly("rerank", "/v1/rerank", wire.SurfaceRerank, false)
 	// Speech answers with audio bytes (or SSE), streamed as they come.
@@ -111,6 +113,12 @@ func tunnelOnly(name, path, serves string, noOutput bool) *Surface {
 // media gives s the event dialect of OpenAI's media streams.
 func media(s *Surface) *Surface {
 	s.Dialect = eventstream.DialectAudio
+	return s
+}
+
+// withDefaultModel routes s's requests that name no model to model.
+func withDefaultModel(s *Surface, model string) *Surface {
+	s.decode = decodeTunnelOnlyOr(model)
 	return s
 }
 

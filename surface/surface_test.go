@@ -46,7 +46,8 @@ func TestEveryWireSurfaceHasARoute(t *testing.T) {
 }
 
 // TestDecode: each surface reads the model and stream flag of a minimal
-// request, and refuses one without a model.
+// request, and refuses one without a model (but moderations, whose API
+// names a default).
 func TestDecode(t *testing.T) {
 	bodies := map[*Surface]string{
 		Chat:             `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
@@ -93,6 +94,9 @@ func TestDecode(t *testing.T) {
 		_ = json.Unmarshal([]byte(body), &m)
 		delete(m, "model")
 		nb, _ := json.Marshal(m)
+		if s == Moderations {
+			continue // TestModerationsDefaultModel
+		}
 		if _, e := s.Decode(nb, "application/json", lim); e == nil || e.Status != http.StatusBadRequest {
 			t.Errorf("%s: a request without a model was not refused with 400: %v", s, e)
 		}
@@ -196,5 +200,39 @@ func TestCheckedCallsPassTheCheck(t *testing.T) {
 		if want := s != OllamaEmbed && s != OllamaEmbeddings; checked != want {
 			t.Errorf("%s: a valid body's call says checked %v, want %v", s, checked, want)
 		}
+	}
+}
+
+// TestModerationsDefaultModel: a moderation without a model is routed to
+// the API's default, omni-moderation-latest, and the body sent upstream
+// names it, every other byte as the client sent it; an empty model, or
+// a model that is not a string, is still refused.
+func TestModerationsDefaultModel(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"input":"hi"}`:                 `{"model":"omni-moderation-latest","input":"hi"}`,
+		`{ "input" : ["a", "b"] }`:       `{"model":"omni-moderation-latest", "input" : ["a", "b"] }`,
+		`{"input":"hi","model":"mod-7"}`: "",
+	} {
+		c, e := Moderations.Decode([]byte(body), "application/json", lim)
+		if e != nil {
+			t.Fatalf("%s: %v", body, e)
+		}
+		if want == "" {
+			if c.Model != "mod-7" || c.TunnelBody != nil {
+				t.Errorf("%s: model %q, tunnel body %s; want the client's model and body", body, c.Model, c.TunnelBody)
+			}
+			continue
+		}
+		if c.Model != "omni-moderation-latest" || string(c.TunnelBody) != want || c.TunnelPath != "" {
+			t.Errorf("%s: model %q, tunnel %q %s; want omni-moderation-latest and %s", body, c.Model, c.TunnelPath, c.TunnelBody, want)
+		}
+	}
+	for _, body := range []string{`{"model":"","input":"hi"}`, `{"model":7,"input":"hi"}`, `{"model":null,"input":"hi"}`} {
+		if _, e := Moderations.Decode([]byte(body), "application/json", lim); e == nil || e.Status != http.StatusBadRequest {
+			t.Errorf("%s: not refused with 400: %v", body, e)
+		}
+	}
+	if _, e := Images.Decode([]byte(`{"prompt":"a cat"}`), "application/json", lim); e == nil || e.Param != "model" {
+		t.Errorf("an image request without a model (whose default depends on its parameters) was not refused: %v", e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/nodeagent"
 )
 
@@ -190,5 +193,38 @@ func TestUnservedEndpointIsNamed(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, `"code":"model_not_supported"`) || !strings.Contains(body, "/v1/embeddings") ||
 		!strings.Contains(body, "'ok'") || strings.Contains(body, "Invalid URL") || len(c.Wall.Attempts()) != 0 {
 		t.Fatalf("%d %s (upstream saw %d requests)", resp.StatusCode, body, len(c.Wall.Attempts()))
+	}
+}
+
+// TestModerationWithoutModel: OpenAI's moderations API defaults its model
+// to omni-moderation-latest, so a request that names none (openai-go's
+// params without a model) is routed to that name — here an alias of the
+// sim's model, whose upstream receives the target's name — and, where no
+// provider serves the name, is a 404 naming it.
+func TestModerationWithoutModel(t *testing.T) {
+	for _, aliased := range []bool{true, false} {
+		c := Start(t, Options{Gateway: func(g *gateway.Config) {
+			if aliased {
+				g.Models = []gateway.ModelConfig{{Name: "omni-moderation-latest", Targets: []pool.ModelTarget{{Model: "iop-sim"}}}}
+			}
+		}}, func(*Cluster) []NodeSpec {
+			return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{Sim("sim", nodeagent.SimConfig{})}}}
+		})
+		client := oai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+		mod, err := client.Moderations.New(context.Background(), oai.ModerationNewParams{
+			Input: oai.ModerationNewParamsInputUnion{OfString: oai.String("hello")}})
+		if !aliased {
+			var apiErr *oai.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || !strings.Contains(apiErr.Message, "omni-moderation-latest") {
+				t.Fatalf("no provider of omni-moderation-latest: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mod.Results) != 1 || mod.Results[0].Flagged {
+			t.Fatalf("moderation %+v", mod)
+		}
 	}
 }
