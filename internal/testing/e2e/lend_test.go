@@ -76,7 +76,7 @@ func heldEdgeGoroutines() (reading, waiting int) {
 		if !strings.Contains(g, "streamgate.(*runtime).pump") {
 			continue
 		}
-		if strings.Contains(g, "httpx.Tunnel") && strings.Contains(g, "net/http.(*body).Read") {
+		if strings.Contains(g, "httpx.(*tunnelBody).step") && strings.Contains(g, "net/http.(*body).Read") {
 			reading++
 		} else {
 			waiting++

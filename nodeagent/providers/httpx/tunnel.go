@@ -31,70 +31,89 @@ func Tunnel(ctx context.Context, c *http.Client, req *http.Request, emit *execut
 		}
 		return Unreachable(err)
 	}
-	p := pumpOf(ctx)
-	buf := eventstream.NewReadBuf()
-	release := func() {
-		buf.Release()
-		_ = resp.Body.Close()
-	}
+	t := &tunnelBody{ctx: ctx, resp: resp, conn: conn, p: pumpOf(ctx), buf: eventstream.NewReadBuf(), emit: emit}
 	handed := false
 	defer func() {
 		if !handed {
-			release()
+			t.release()
 		}
 	}()
 	emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: resp.StatusCode,
 		Header: httphdr.FromUpstream(resp.Header)})
-	var failed error
-	// step reads once and emits what it read; everything emitted has gone
-	// to p.BeforeRead by the next read.
-	step := func() (done bool) {
-		n, rerr := resp.Body.Read(buf.Bytes())
-		if n > 0 {
-			chunk := buf.Bytes()[:n] // the emitter copies it (Pump.CopiesBodies)
-			if !p.CopiesBodies {
-				chunk = append([]byte(nil), chunk...)
-			}
-			emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
-			buf.Grow(n)
-		}
-		switch {
-		case errors.Is(rerr, io.EOF):
-			return true
-		case rerr != nil:
-			failed = readFailure(ctx, resp.StatusCode, rerr)
-			return true
-		}
-		if conn.holding() {
-			return false // the next read takes bytes already read: no wait
-		}
-		p.beforeRead()
-		return false
-	}
-	// end is the tunnel's end once the body's reads are over: the read
-	// failure, or the end frame.
-	end := func() error {
-		if failed != nil {
-			return failed
-		}
-		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
-		return nil
-	}
-	p.beforeRead()
-	if p.Hand != nil && p.Hand(step, func(complete bool) error {
-		for !complete {
-			complete = step()
-		}
-		err := end()
-		release()
-		return err
-	}, release) {
+	t.p.beforeRead()
+	if t.p.Hand != nil && t.p.Hand(t.step, t.tail, t.release) {
 		handed = true
 		return ErrHanded
 	}
-	for !step() {
+	for !t.step() {
 	}
-	return end()
+	return t.end()
+}
+
+// tunnelBody is a tunnel's upstream answer once its head was emitted:
+// the body's reads, and the tunnel's end.
+type tunnelBody struct {
+	ctx    context.Context
+	resp   *http.Response
+	conn   *upstreamConn
+	p      *Pump
+	buf    *eventstream.ReadBuf
+	emit   *execution.FrameEmitter
+	failed error // the read failure that ended the body
+}
+
+// step reads once and emits what it read; everything emitted has gone
+// to p.BeforeRead by the next read. It reports whether the body's reads
+// are over.
+func (t *tunnelBody) step() (done bool) {
+	n, rerr := t.resp.Body.Read(t.buf.Bytes())
+	if n > 0 {
+		chunk := t.buf.Bytes()[:n] // the emitter copies it (Pump.CopiesBodies)
+		if !t.p.CopiesBodies {
+			chunk = append([]byte(nil), chunk...)
+		}
+		t.emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: chunk})
+		t.buf.Grow(n)
+	}
+	switch {
+	case errors.Is(rerr, io.EOF):
+		return true
+	case rerr != nil:
+		t.failed = readFailure(t.ctx, t.resp.StatusCode, rerr)
+		return true
+	}
+	if t.conn.holding() {
+		return false // the next read takes bytes already read: no wait
+	}
+	t.p.beforeRead()
+	return false
+}
+
+// end is the tunnel's end once the body's reads are over: the read
+// failure, or the end frame.
+func (t *tunnelBody) end() error {
+	if t.failed != nil {
+		return t.failed
+	}
+	t.emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
+	return nil
+}
+
+// tail is the tunnel's end where its reads were handed: the rest of the
+// reads (unless complete), the end, and the body's release.
+func (t *tunnelBody) tail(complete bool) error {
+	for !complete {
+		complete = t.step()
+	}
+	err := t.end()
+	t.release()
+	return err
+}
+
+// release gives back the read buffer and closes the upstream body.
+func (t *tunnelBody) release() {
+	t.buf.Release()
+	_ = t.resp.Body.Close()
 }
 
 // ErrHanded is Tunnel's result when its Pump's Hand took the body's reads
