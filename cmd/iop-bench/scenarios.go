@@ -16,78 +16,92 @@ type scenario struct {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func scenarios(pl plan, chunks int) []scenario {
-	out := []scenario{
-		{"latency c=1", func(ctx context.Context, v variant, r results) {
-			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 1, requests: pl.latRequests})
-			r.add(v.label, "lat_p50_ms", ms(percentile(res.latency, 0.5)))
-			r.add(v.label, "lat_p99_ms", ms(percentile(res.latency, 0.99)))
-			r.add(v.label, "errors", float64(res.errors))
-		}},
-		{"throughput c=16", func(ctx context.Context, v variant, r results) {
-			before := v.sys.cpu()
-			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 16, duration: pl.thrDuration})
-			cpu := v.sys.cpu() - before
-			r.add(v.label, "rps16", float64(len(res.latency))/res.elapsed.Seconds())
-			if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
-				r.add(v.label, "cpu_us_per_req", float64(cpu)/1e3/float64(n))
-			}
-			r.add(v.label, "errors", float64(res.errors))
-		}},
-		{"throughput c=64", func(ctx context.Context, v variant, r results) {
-			before := v.sys.cpu()
-			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 64, duration: pl.thrDuration})
-			cpu := v.sys.cpu() - before
-			r.add(v.label, "rps64", float64(len(res.latency))/res.elapsed.Seconds())
-			if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
-				r.add(v.label, "cpu_us_per_req64", float64(cpu)/1e3/float64(n))
-			}
-			r.add(v.label, "errors", float64(res.errors))
-		}},
-		{"streams c=64", func(ctx context.Context, v variant, r results) {
-			before := v.sys.cpu()
-			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 64, requests: pl.streamRequests64, chunks: chunks})
-			cpu := v.sys.cpu() - before
-			r.add(v.label, "ttft64_p50_ms", ms(percentile(res.ttft, 0.5)))
-			r.add(v.label, "ttft64_p99_ms", ms(percentile(res.ttft, 0.99)))
-			r.add(v.label, "gap_p50_ms", ms(percentile(res.gaps, 0.5)))
-			r.add(v.label, "gap_p99_ms", ms(percentile(res.gaps, 0.99)))
-			if res.chunks > 0 && len(v.sys.procs) > 0 {
-				r.add(v.label, "cpu_us_per_chunk", float64(cpu)/1e3/float64(res.chunks))
-				r.add(v.label, "cpu_us_per_stream", float64(cpu)/1e3/float64(res.requests))
-			}
-			r.add(v.label, "truncated", float64(res.truncated))
-			r.add(v.label, "streams", float64(res.requests))
-			r.add(v.label, "errors", float64(res.errors))
-		}},
-	}
+	out := []scenario{latency(pl), throughput(pl, 16, "cpu_us_per_req"), throughput(pl, 64, "cpu_us_per_req64"), streams64(pl, chunks)}
 	out = append(out, growth(pl, chunks)...)
 	if pl.streamRequests256 > 0 {
-		out = append(out, scenario{"streams c=256", func(ctx context.Context, v variant, r results) {
-			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 256, requests: pl.streamRequests256, chunks: chunks})
-			r.add(v.label, "ttft256_p50_ms", ms(percentile(res.ttft, 0.5)))
-			r.add(v.label, "ttft256_p99_ms", ms(percentile(res.ttft, 0.99)))
-			r.add(v.label, "truncated", float64(res.truncated))
-			r.add(v.label, "streams", float64(res.requests))
-		}})
+		out = append(out, streams256(pl, chunks))
 	}
 	if len(pl.sweep) > 0 {
-		out = append(out, scenario{"open-loop sweep", func(ctx context.Context, v variant, r results) {
-			best := map[int]float64{5: 0, 10: 0, 50: 0}
-			for _, rate := range pl.sweep {
-				res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 256, rate: rate, duration: pl.sweepDuration})
-				p99 := ms(percentile(res.latency, 0.99))
-				for limit := range best {
-					if res.errors == 0 && p99 <= float64(limit) && rate > best[limit] {
-						best[limit] = rate
-					}
-				}
-			}
-			for limit, rate := range best {
-				r.add(v.label, fmt.Sprintf("rps_p99_le_%dms", limit), rate)
-			}
-		}})
+		out = append(out, sweep(pl))
 	}
 	return out
+}
+
+// latency: one request at a time.
+func latency(pl plan) scenario {
+	return scenario{"latency c=1", func(ctx context.Context, v variant, r results) {
+		res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 1, requests: pl.latRequests})
+		r.add(v.label, "lat_p50_ms", ms(percentile(res.latency, 0.5)))
+		r.add(v.label, "lat_p99_ms", ms(percentile(res.latency, 0.99)))
+		r.add(v.label, "errors", float64(res.errors))
+	}}
+}
+
+// throughput: JSON requests from c clients for the plan's duration, and
+// the system's CPU a request (cpuKey).
+func throughput(pl plan, c int, cpuKey string) scenario {
+	return scenario{fmt.Sprintf("throughput c=%d", c), func(ctx context.Context, v variant, r results) {
+		before := v.sys.cpu()
+		res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: c, duration: pl.thrDuration})
+		cpu := v.sys.cpu() - before
+		r.add(v.label, fmt.Sprintf("rps%d", c), float64(len(res.latency))/res.elapsed.Seconds())
+		if n := len(res.latency); n > 0 && len(v.sys.procs) > 0 {
+			r.add(v.label, cpuKey, float64(cpu)/1e3/float64(n))
+		}
+		r.add(v.label, "errors", float64(res.errors))
+	}}
+}
+
+// streams64: streams from 64 clients: the time to their first token,
+// the gaps between chunks, and the system's CPU a chunk.
+func streams64(pl plan, chunks int) scenario {
+	return scenario{"streams c=64", func(ctx context.Context, v variant, r results) {
+		before := v.sys.cpu()
+		res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 64, requests: pl.streamRequests64, chunks: chunks})
+		cpu := v.sys.cpu() - before
+		r.add(v.label, "ttft64_p50_ms", ms(percentile(res.ttft, 0.5)))
+		r.add(v.label, "ttft64_p99_ms", ms(percentile(res.ttft, 0.99)))
+		r.add(v.label, "gap_p50_ms", ms(percentile(res.gaps, 0.5)))
+		r.add(v.label, "gap_p99_ms", ms(percentile(res.gaps, 0.99)))
+		if res.chunks > 0 && len(v.sys.procs) > 0 {
+			r.add(v.label, "cpu_us_per_chunk", float64(cpu)/1e3/float64(res.chunks))
+			r.add(v.label, "cpu_us_per_stream", float64(cpu)/1e3/float64(res.requests))
+		}
+		r.add(v.label, "truncated", float64(res.truncated))
+		r.add(v.label, "streams", float64(res.requests))
+		r.add(v.label, "errors", float64(res.errors))
+	}}
+}
+
+// streams256: the time to the first token from 256 clients.
+func streams256(pl plan, chunks int) scenario {
+	return scenario{"streams c=256", func(ctx context.Context, v variant, r results) {
+		res := runLoad(ctx, v.sys.targets[v.key], loadSpec{stream: true, concurrency: 256, requests: pl.streamRequests256, chunks: chunks})
+		r.add(v.label, "ttft256_p50_ms", ms(percentile(res.ttft, 0.5)))
+		r.add(v.label, "ttft256_p99_ms", ms(percentile(res.ttft, 0.99)))
+		r.add(v.label, "truncated", float64(res.truncated))
+		r.add(v.label, "streams", float64(res.requests))
+	}}
+}
+
+// sweep: open-loop rates, and the highest whose p99 latency stays
+// within 5, 10 and 50 ms without errors.
+func sweep(pl plan) scenario {
+	return scenario{"open-loop sweep", func(ctx context.Context, v variant, r results) {
+		best := map[int]float64{5: 0, 10: 0, 50: 0}
+		for _, rate := range pl.sweep {
+			res := runLoad(ctx, v.sys.targets[v.key], loadSpec{concurrency: 256, rate: rate, duration: pl.sweepDuration})
+			p99 := ms(percentile(res.latency, 0.99))
+			for limit := range best {
+				if res.errors == 0 && p99 <= float64(limit) && rate > best[limit] {
+					best[limit] = rate
+				}
+			}
+		}
+		for limit, rate := range best {
+			r.add(v.label, fmt.Sprintf("rps_p99_le_%dms", limit), rate)
+		}
+	}}
 }
 
 // memoryPerStream opens N streams held by the upstream and charges the
