@@ -54,6 +54,7 @@ unit-stack:
 FUZZ_TARGETS := \
 	codec/openai:FuzzDecodeChatRequest \
 	codec/openai:FuzzDecodeResponsesRequest \
+	codec/openai:FuzzWithFormModel \
 	codec/jsonstrict:FuzzCheck \
 	codec/eventstream:FuzzSSEReader \
 	codec/eventstream:FuzzObserver \

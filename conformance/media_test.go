@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/iopgw/iop/gateway"
+	"github.com/iopgw/iop/gateway/pool"
 	"github.com/iopgw/iop/internal/testing/e2e"
 	"github.com/iopgw/iop/nodeagent"
 )
@@ -94,5 +98,50 @@ func TestMediaWithTheOpenAISDK(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 || !strings.Contains(string(body), "multipart/form-data") {
 		t.Fatalf("a JSON transcription request: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestMediaAliasAndFallbackRewriteTheForm: a multipart request's model is
+// its form field, and the upstream gets the model it serves there as it
+// does in a JSON body — through an alias (its target's name) and after a
+// fallback (the fallback's name) — with the audio file and every other
+// field as the SDK sent them. The upstream is a plain HTTP server reading
+// the form with the standard library, as a real one does.
+func TestMediaAliasAndFallbackRewriteTheForm(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, h, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		data, _ := io.ReadAll(f)
+		model := r.FormValue("model")
+		w.Header().Set("Content-Type", "application/json")
+		if model != "whisper-large" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error":{"message":"model `+model+` is overloaded","type":"server_error"}}`)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"text":"%s heard %d bytes of %s, language %s"}`, model, len(data), h.Filename, r.FormValue("language"))
+	}))
+	defer up.Close()
+	c := e2e.Start(t, e2e.Options{Gateway: func(g *gateway.Config) {
+		g.Models = []gateway.ModelConfig{
+			{Name: "whisper", Targets: []pool.ModelTarget{{Model: "whisper-large"}}},
+			{Name: "whisper-busy", Fallbacks: []string{"whisper-large"}, Retry: gateway.RetryConfig{Retries: new(0)}},
+		}
+	}}, func(*e2e.Cluster) []e2e.NodeSpec {
+		p := nodeagent.ProviderConfig{ID: "up", Adapter: "openai", BaseURL: up.URL + "/v1", Models: []string{"whisper-large", "whisper-busy"},
+			Surfaces: []string{"audio"}, Capacity: 8}
+		return []e2e.NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{p}}}
+	})
+	client := openai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	audio := bytes.Repeat([]byte("--\r\nmodel\r\n"), 300)
+	for _, model := range []string{"whisper", "whisper-busy", "whisper-large"} {
+		tr, err := client.Audio.Transcriptions.New(t.Context(), openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(audio), "a.wav"},
+			Model: model, Language: openai.String("de")})
+		if want := "whisper-large heard 3300 bytes of a.wav, language de"; err != nil || tr.Text != want {
+			t.Fatalf("%s: %+v %v, want %q", model, tr, err, want)
+		}
 	}
 }

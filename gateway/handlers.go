@@ -113,11 +113,12 @@ func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call
 }
 
 // forModel is w for model m: each form's body with the model's bytes
-// replaced (every other byte as the client sent it).
+// replaced (every other byte as the client sent it; a multipart form's
+// model field, for the tunnel).
 func forModel(w streamgate.Work, m string) (streamgate.Work, error) {
 	out := streamgate.Work{Refuse: w.Refuse}
 	if t := w.Tunnel; t != nil {
-		nb, err := openai.WithModel(t.Body, m)
+		nb, err := openai.WithBodyModel(t.Body, http.Header(t.Header).Get("Content-Type"), m)
 		if err != nil {
 			return streamgate.Work{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -121,10 +122,14 @@ func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.Attemp
 		body := t.Body
 		if l.Target != l.Model && pool.OllamaName(l.Target) != pool.OllamaName(l.Model) && len(body) > 0 {
 			// An alias: the upstream gets its own model name (every other
-			// field unchanged). Ollama's implicit ":latest" needs no rewrite.
-			if nb, err := openai.WithModel(body, l.Target); err == nil {
-				body = nb
+			// byte unchanged), in a JSON body or a form's model field.
+			// Ollama's implicit ":latest" needs no rewrite. A body whose
+			// model cannot be rewritten never goes out naming the alias.
+			nb, err := openai.WithBodyModel(body, http.Header(t.Header).Get("Content-Type"), l.Target)
+			if err != nil {
+				return nil, 0, fmt.Errorf("the request's model cannot be set to the alias's target %q: %w", l.Target, err)
 			}
+			body = nb
 		}
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Tunnel{Tunnel: &wire.ProviderTunnelRequest{RunId: t.RunID, AttemptId: attemptID,
 			SessionId: t.SessionID, ProviderId: l.LocalProviderID, Model: l.Target, Method: t.Method, Path: t.Path,
