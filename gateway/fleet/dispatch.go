@@ -115,21 +115,17 @@ func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.Attemp
 	switch {
 	case w.Native != nil && l.SupportsOllamaAPI:
 		c := w.Native
+		body, err := targetBody(l, c.Body, "application/json")
+		if err != nil {
+			return nil, 0, err
+		}
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Command{Command: &wire.Command{Command: string(execution.CommandOllamaAPI),
-			ProviderId: l.LocalProviderID, Target: l.Target, Method: c.Method, Path: c.Path, Body: c.Body, RunId: c.RunID, AttemptId: attemptID}}}, streamgate.KindFrames, nil
+			ProviderId: l.LocalProviderID, Target: l.Target, Method: c.Method, Path: c.Path, Body: body, RunId: c.RunID, AttemptId: attemptID}}}, streamgate.KindFrames, nil
 	case w.Tunnel != nil && l.SupportsTunnel && (w.Run == nil || l.Tunnels(wire.SurfaceOfPath(w.Tunnel.Path))):
 		t := w.Tunnel
-		body := t.Body
-		if l.Target != l.Model && pool.OllamaName(l.Target) != pool.OllamaName(l.Model) && len(body) > 0 {
-			// An alias: the upstream gets its own model name (every other
-			// byte unchanged), in a JSON body or a form's model field.
-			// Ollama's implicit ":latest" needs no rewrite. A body whose
-			// model cannot be rewritten never goes out naming the alias.
-			nb, err := openai.WithBodyModel(body, http.Header(t.Header).Get("Content-Type"), l.Target)
-			if err != nil {
-				return nil, 0, fmt.Errorf("the request's model cannot be set to the alias's target %q: %w", l.Target, err)
-			}
-			body = nb
+		body, err := targetBody(l, t.Body, http.Header(t.Header).Get("Content-Type"))
+		if err != nil {
+			return nil, 0, err
 		}
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Tunnel{Tunnel: &wire.ProviderTunnelRequest{RunId: t.RunID, AttemptId: attemptID,
 			SessionId: t.SessionID, ProviderId: l.LocalProviderID, Model: l.Target, Method: t.Method, Path: t.Path,
@@ -143,6 +139,22 @@ func buildDown(l *pool.Lease, w streamgate.Work, attemptID string) (*wire.Attemp
 		return &wire.AttemptDown{Msg: &wire.AttemptDown_Run{Run: runRequestToProto(w.Run, l, attemptID)}}, streamgate.KindEvents, nil
 	}
 	return nil, 0, errors.New("the provider cannot serve this endpoint")
+}
+
+// targetBody is body as the leased provider's upstream takes it: for an
+// alias, naming the target (every other byte unchanged), in a JSON body's
+// model member or a form's model field; Ollama's implicit ":latest"
+// needs no rewrite. A body whose model cannot be rewritten never goes out
+// naming the alias.
+func targetBody(l *pool.Lease, body []byte, contentType string) ([]byte, error) {
+	if l.Target == l.Model || pool.OllamaName(l.Target) == pool.OllamaName(l.Model) || len(body) == 0 {
+		return body, nil
+	}
+	nb, err := openai.WithBodyModel(body, contentType, l.Target)
+	if err != nil {
+		return nil, fmt.Errorf("the request's model cannot be set to the alias's target %q: %w", l.Target, err)
+	}
+	return nb, nil
 }
 
 // edgeAttempt is one attempt on a node, seen from the edge.

@@ -64,3 +64,32 @@ func TestAliasRoutingAndWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestAliasExposingItsTargetOnOllama: an alias that exposes its target
+// keeps native passthrough, and its native Ollama requests (/api/chat,
+// /api/generate, streamed or not) reach Ollama naming the target, as its
+// tunnelled and translated ones do — never the alias, a name Ollama does
+// not know.
+func TestAliasExposingItsTargetOnOllama(t *testing.T) {
+	c := Start(t, Options{Gateway: func(g *gateway.Config) {
+		g.Models = []gateway.ModelConfig{{Name: "team", Targets: []pool.ModelTarget{{Model: "llama3.2"}}, ExposeTarget: true}}
+	}}, func(c *Cluster) []NodeSpec {
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{c.WallProvider("ollama-1", "ollama", "", "llama3.2")}}}
+	})
+	for _, r := range []struct{ path, body string }{
+		{"/api/chat", `{"model":"team","stream":false,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/api/chat", `{"model":"team","messages":[{"role":"user","content":"hi"}]}`},
+		{"/api/generate", `{"model":"team","stream":false,"prompt":"hi"}`},
+		{"/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		resp := post(t, c.URL+r.path, r.body)
+		body := readAll(t, resp)
+		as := c.Wall.Attempts()
+		if resp.StatusCode != 200 || len(as) == 0 || as[len(as)-1].Model != "llama3.2" {
+			t.Fatalf("%s %s: %d %.300s; the upstream got %+v", r.path, r.body, resp.StatusCode, body, as)
+		}
+		if !strings.Contains(body, `"model":"llama3.2"`) || strings.Contains(body, `"team"`) {
+			t.Errorf("%s: the answer does not name the exposed target: %.300s", r.path, body)
+		}
+	}
+}
