@@ -191,6 +191,43 @@ func TestAnthropicGoSDK(t *testing.T) {
 // providers serving the Messages API: claude-sim; flaky (a 529 first,
 // then a healthy provider); cutter (cut after 3 tokens); staller (stalls
 // after 3, 300 ms stall timeout); chat-only (declares only chat).
+// TestAnthropicSDKListsModels: GET /v1/models and /v1/models/{id}, which
+// Anthropic's API serves at OpenAI's paths in a shape of its own, answer
+// the Anthropic SDK in that shape: the models the key may use, page by
+// page as the SDK follows them (one a page here, so every cursor is
+// used), a model retrieved, and an unknown model or a wrong key refused
+// as the SDK's NotFoundError and AuthenticationError.
+func TestAnthropicSDKListsModels(t *testing.T) {
+	c := anthropicCluster(t)
+	o := runAnthropic(t, c.URL, "sk-ant-test", "models:claude-sim")
+	if o.Terminal != "ok" || o.Text != "chat-only,claude-sim,cutter,flaky,staller" || o.Events != 5 || o.Stop != "claude-sim|claude-sim|active" {
+		t.Fatalf("models: %+v", o)
+	}
+	o = runAnthropic(t, c.URL, "sk-ant-test", "model:no-such-model")
+	if o.Status != 404 || o.Error == nil || o.Error.Class != "NotFoundError" || o.Error.Type != "not_found_error" {
+		t.Fatalf("an unknown model: %+v", o)
+	}
+	o = runAnthropic(t, c.URL, "sk-wrong", "models:claude-sim")
+	if o.Status != 401 || o.Error == nil || o.Error.Class != "AuthenticationError" || o.Error.Type != "authentication_error" {
+		t.Fatalf("a wrong key: %+v", o)
+	}
+
+	// The Go SDK's pager, two a page, and its Get.
+	client := anthropic.NewClient(antoption.WithBaseURL(c.URL), antoption.WithAPIKey("sk-ant-test"), antoption.WithMaxRetries(0))
+	var ids []string
+	pager := client.Models.ListAutoPaging(t.Context(), anthropic.ModelListParams{Limit: anthropic.Int(2)})
+	for pager.Next() {
+		ids = append(ids, pager.Current().ID)
+	}
+	if err := pager.Err(); err != nil || strings.Join(ids, ",") != "chat-only,claude-sim,cutter,flaky,staller" {
+		t.Fatalf("the Go SDK's list: %v %v", ids, err)
+	}
+	info, err := client.Models.Get(t.Context(), "flaky", anthropic.ModelGetParams{})
+	if err != nil || info.ID != "flaky" || info.DisplayName != "flaky" || info.CreatedAt.Unix() != 0 {
+		t.Fatalf("the Go SDK's get: %+v %v", info, err)
+	}
+}
+
 func anthropicCluster(t *testing.T) *e2e.Cluster {
 	sim := func(id string, cfg nodeagent.SimConfig, models ...string) nodeagent.ProviderConfig {
 		p := e2e.Sim(id, cfg)

@@ -47,8 +47,11 @@ type modelObject struct {
 }
 
 // listModels serves GET /v1/models: the union of models served by
-// admissible providers.
+// admissible providers (in Anthropic's shape to an Anthropic client).
 func (g *Gateway) listModels(c echo.Context) error {
+	if anthropicClient(c) {
+		return g.listAnthropicModels(c)
+	}
 	out := struct {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
@@ -59,11 +62,16 @@ func (g *Gateway) listModels(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// getModel serves GET /v1/models/{model}.
+// getModel serves GET /v1/models/{model} (in Anthropic's shape to an
+// Anthropic client).
 func (g *Gateway) getModel(c echo.Context) error {
 	id := c.Param("model")
 	for _, m := range g.modelNames(c) {
-		if m == id {
+		switch {
+		case m != id:
+		case anthropicClient(c):
+			return c.JSON(http.StatusOK, anthropicModelOf(m))
+		default:
 			return c.JSON(http.StatusOK, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
 		}
 	}

@@ -54,7 +54,7 @@ func writeError(c echo.Context, e *openai.Error) error {
 			c.Response().Header().Set("Retry-After", "1")
 		}
 	}
-	_, body := surface.ShapeOfPath(c.Request().URL.Path).Render(e)
+	_, body := surface.ShapeOfRequest(c.Request().URL.Path, c.Request().Header).Render(e)
 	return c.JSONBlob(e.Status, body)
 }
 

@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/iopgw/iop/codec/eventstream"
@@ -138,6 +139,17 @@ var byPath = func() map[string]*Surface {
 
 // ForPath is the surface of a route; nil for a path that is none.
 func ForPath(path string) *Surface { return byPath[path] }
+
+// ShapeOfRequest is ShapeOfPath, but for the model list both APIs serve
+// at one path (/v1/models and /v1/models/{id}), whose shape is the
+// client's: Anthropic's, when the request carries anthropic-version, as
+// Anthropic's SDKs send on every request.
+func ShapeOfRequest(p string, h http.Header) Shape {
+	if (p == "/v1/models" || strings.HasPrefix(p, "/v1/models/")) && h.Get("Anthropic-Version") != "" {
+		return ShapeAnthropic
+	}
+	return ShapeOfPath(p)
+}
 
 // ShapeOfPath is the error shape of any request path: its surface's, and
 // for other paths that of the API family the path belongs to (Ollama's

@@ -4,7 +4,9 @@
 // scenarios: text, stream, tools, image, count, cancel (abort after the
 // first text delta), error (any request expected to fail), agent (a
 // streamed tool call answered with its result in a second turn), thinking
-// (extended thinking asked for: refused where it cannot be expressed).
+// (extended thinking asked for: refused where it cannot be expressed),
+// models (the model list, page by page, and the model retrieved), model
+// (the model retrieved).
 import Anthropic from "@anthropic-ai/sdk";
 
 const [baseURL, apiKey, scenario] = process.argv.slice(2);
@@ -73,6 +75,27 @@ try {
   } else if (kind === "count") {
     const r = await client.messages.countTokens({ model, messages: msgs });
     out.input = r.input_tokens;
+  } else if (kind === "models") {
+    // Every page of the model list, one model a page, then the named
+    // model retrieved: text is the listed ids, events the pages, stop
+    // what the retrieved model says of itself.
+    const ids = [];
+    let page = await client.models.list({ limit: 1 });
+    for (;;) {
+      out.events++;
+      for (const m of page.data) {
+        if (m.type !== "model" || typeof m.created_at !== "string") throw new Error("not a ModelInfo: " + JSON.stringify(m));
+        ids.push(m.id);
+      }
+      if (!page.hasNextPage()) break;
+      page = await page.getNextPage();
+    }
+    out.text = ids.join(",");
+    const info = await client.models.retrieve(model);
+    out.stop = [info.id, info.display_name, info.lifecycle].join("|");
+  } else if (kind === "model") {
+    const info = await client.models.retrieve(model);
+    out.text = info.id;
   } else {
     throw new Error("unknown scenario " + kind);
   }
