@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/openai"
 )
 
@@ -70,7 +71,7 @@ func (g *Gateway) getModel(c echo.Context) error {
 		switch {
 		case m != id:
 		case anthropicClient(c):
-			return c.JSON(http.StatusOK, anthropicModelOf(m))
+			return c.JSON(http.StatusOK, anthropic.ModelInfoOf(m))
 		default:
 			return c.JSON(http.StatusOK, modelObject{ID: m, Object: "model", Created: g.started.Unix(), OwnedBy: "iop"})
 		}
