@@ -56,7 +56,8 @@ type formPart struct {
 }
 
 // isModel reports whether the part is the form field "model" (a field,
-// not a file).
+// not a file), as Go's reader, which the edge routes by, reads a part:
+// an empty filename makes no file.
 func (p formPart) isModel() bool {
 	h, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(p.header))).ReadMIMEHeader()
 	if err != nil {
@@ -66,8 +67,7 @@ func (p formPart) isModel() bool {
 	if err != nil || disp != "form-data" {
 		return false
 	}
-	_, file := params["filename"]
-	return params["name"] == "model" && !file
+	return params["name"] == "model" && params["filename"] == ""
 }
 
 // formParts finds the parts of a multipart body by its delimiters

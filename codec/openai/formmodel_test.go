@@ -130,11 +130,18 @@ func TestWithFormModelShapes(t *testing.T) {
 
 // FuzzWithFormModel: a form an SDK writes, with any field values and
 // file bytes, reads back after the rewrite with the new model and every
-// other part as it was; and no body makes the rewrite panic.
+// other part as it was; any body Go's reader reads whole, with a model
+// field, is rewritten too (what the edge routed, it can send); and no
+// body makes the rewrite panic.
 func FuzzWithFormModel(f *testing.F) {
 	f.Add("whisper", "en", []byte("RIFF\r\n--\r\n"), "iop-sim", []byte("--b\r\n\r\n--b--"))
+	f.Add("m", "", []byte{}, "n", []byte("x\n--b \nContent-Disposition: form-data; name=model\n\nold\n--b--\n"))
+	f.Add("m", "", []byte{}, "n", []byte("--b\r\nContent-Disposition: FORM-DATA; name=\"model\"; filename=\"\"\r\n\r\nold\r\n--b--"))
+	f.Add("m", "", []byte{}, "n", []byte("--b\r\nContent-Disposition: form-data;\r\n name=model\r\nX: y\r\n\r\nold\r\n--b\r\n\r\n\r\n--b--\r\nz"))
 	f.Fuzz(func(t *testing.T, model, lang string, audio []byte, to string, raw []byte) {
-		_, _ = WithFormModel(raw, "b", to)
+		if _, err := WithFormModel(raw, "b", to); err != nil && readsWithModel(raw, "b") {
+			t.Fatalf("Go's reader reads %q whole with a model field; the rewrite failed: %v", raw, err)
+		}
 		if model == "" || strings.ContainsAny(model+lang+to, "\r\n") {
 			return
 		}
@@ -152,4 +159,27 @@ func FuzzWithFormModel(f *testing.F) {
 			t.Fatalf("parts other than the model changed:\n%+v\n%+v", before, after)
 		}
 	})
+}
+
+// readsWithModel reports whether Go's multipart reader reads body whole,
+// to its close delimiter, and finds a model field in it (as the edge's
+// decode does).
+func readsWithModel(body []byte, boundary string) bool {
+	r := multipart.NewReader(bytes.NewReader(body), boundary)
+	found := false
+	for {
+		p, err := r.NextPart()
+		if err == io.EOF {
+			return found
+		}
+		if err != nil {
+			return false
+		}
+		if p.FormName() == "model" && p.FileName() == "" {
+			found = true
+		}
+		if _, err := io.Copy(io.Discard, p); err != nil {
+			return false
+		}
+	}
 }
