@@ -187,10 +187,6 @@ func TestAnthropicGoSDK(t *testing.T) {
 	}
 }
 
-// anthropicCluster is an edge with one key (sk-ant-test) and sim
-// providers serving the Messages API: claude-sim; flaky (a 529 first,
-// then a healthy provider); cutter (cut after 3 tokens); staller (stalls
-// after 3, 300 ms stall timeout); chat-only (declares only chat).
 // TestAnthropicSDKListsModels: GET /v1/models and /v1/models/{id}, which
 // Anthropic's API serves at OpenAI's paths in a shape of its own, answer
 // the Anthropic SDK in that shape: the models the key may use, page by
@@ -228,6 +224,10 @@ func TestAnthropicSDKListsModels(t *testing.T) {
 	}
 }
 
+// anthropicCluster is an edge with one key (sk-ant-test) and sim
+// providers serving the Messages API: claude-sim; flaky (a 529 first,
+// then a healthy provider); cutter (cut after 3 tokens); staller (stalls
+// after 3, 300 ms stall timeout); chat-only (declares only chat).
 func anthropicCluster(t *testing.T) *e2e.Cluster {
 	sim := func(id string, cfg nodeagent.SimConfig, models ...string) nodeagent.ProviderConfig {
 		p := e2e.Sim(id, cfg)
