@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -43,6 +44,9 @@ func (g *Gateway) accept(c echo.Context, s *surface.Surface) (*streamgate.Reques
 	if e := g.knownModel(c, call.Model); e != nil {
 		if e.Status == http.StatusNotFound {
 			e = s.Shape.ModelNotFound(call.Model, e)
+			if call.DefaultModel {
+				e.Message = fmt.Sprintf("The request names no model, and the API's default, `%s`, is not served here: name a model, or serve `%[1]s` (an alias of the model you run).", call.Model)
+			}
 		}
 		return nil, e
 	}

@@ -47,6 +47,9 @@ type Call struct {
 	TunnelPath string
 	TunnelBody []byte
 	Reshape    func(status int, header http.Header, body []byte) (int, http.Header, []byte)
+	// DefaultModel: the request named no model, and Model is the one its
+	// API defaults to.
+	DefaultModel bool
 	// Checked: the decode checked the client's body with jsonstrict (its
 	// grammar and strict rules), so what reads it again need not.
 	Checked bool
@@ -108,7 +111,7 @@ func decodeTunnelOnlyOr(model string) func([]byte, openai.Limits) (*Call, *opena
 		if err != nil {
 			return nil, openai.InvalidRequest("", "Invalid type in the request body: %v.", err)
 		}
-		c.Model, c.TunnelBody = model, nb
+		c.Model, c.TunnelBody, c.DefaultModel = model, nb, true
 		return c, nil
 	}
 }

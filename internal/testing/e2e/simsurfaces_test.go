@@ -215,7 +215,8 @@ func TestModerationWithoutModel(t *testing.T) {
 			Input: oai.ModerationNewParamsInputUnion{OfString: oai.String("hello")}})
 		if !aliased {
 			var apiErr *oai.Error
-			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || !strings.Contains(apiErr.Message, "omni-moderation-latest") {
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || apiErr.Code != "model_not_found" ||
+				!strings.Contains(apiErr.Message, "names no model") || !strings.Contains(apiErr.Message, "`omni-moderation-latest`") {
 				t.Fatalf("no provider of omni-moderation-latest: %v", err)
 			}
 			continue
