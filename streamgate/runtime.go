@@ -127,6 +127,10 @@ type Request struct {
 	// with the prefix as a trailing assistant message. Nil when the
 	// request cannot be resumed.
 	Continue func(model, prefix string) (Work, error)
+	// Answer, when set, is the request's whole answer (200, JSON), which
+	// the runtime writes without dispatching anything: a request that asks
+	// a provider for nothing (an Ollama load).
+	Answer []byte
 }
 
 // Summary is what one request came to, for the access log: no prompt,
@@ -157,6 +161,10 @@ func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter
 	resp.extra = req.ResponseHeader
 	rt := &runtime{cfg: cfg, req: req, resp: resp, obs: newRecoveryObserver(cfg.Log, cfg.Metrics),
 		start: time.Now()}
+	if req.Answer != nil {
+		_ = resp.respond(http.StatusOK, rt.head("application/json; charset=utf-8"), req.Answer)
+		return rt.summary()
+	}
 	end := cfg.Budget.Begin()
 	defer end()
 	rt.run(ctx)

@@ -53,6 +53,10 @@ type Call struct {
 	// Checked: the decode checked the client's body with jsonstrict (its
 	// grammar and strict rules), so what reads it again need not.
 	Checked bool
+	// Answer, when set, is the whole answer (200, JSON) of a request that
+	// asks for no generation: an Ollama load or unload, which iop
+	// acknowledges itself and sends to no provider.
+	Answer []byte
 }
 
 func decodeChat(body []byte, lim openai.Limits) (*Call, *openai.Error) {
@@ -242,6 +246,9 @@ func decodeOllamaRun(generate bool) func([]byte, openai.Limits) (*Call, *openai.
 		req, oe := ollama.Decode(body, generate, lim.MaxDepth)
 		if oe != nil {
 			return nil, &openai.Error{Status: oe.Status, Type: openai.TypeInvalidRequest, Message: oe.Message}
+		}
+		if req.Load != "" {
+			return &Call{Model: req.Model, Stream: req.Stream, Answer: ollama.LoadAnswer(req.Model, generate, req.Load, time.Now()), Checked: true}, nil
 		}
 		chatBody, terr := ollama.ToChat(body, generate)
 		run := &execution.RunRequest{Model: req.Model, Messages: req.Messages, Params: req.Params, ChatBody: chatBody, Stream: req.Stream}

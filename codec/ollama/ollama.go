@@ -55,6 +55,10 @@ type Request struct {
 	Generate bool // /api/generate rather than /api/chat
 	Messages []execution.Message
 	Params   execution.GenerationParams
+	// Load is set when the request asks for no generation (a generate
+	// request without a prompt, a chat request without messages): the
+	// done reason of Ollama's answer, load or unload (LoadAnswer).
+	Load string
 }
 
 type options struct {
@@ -66,15 +70,16 @@ type options struct {
 }
 
 type wireRequest struct {
-	Model    *string         `json:"model"`
-	Messages []Message       `json:"messages"`
-	Prompt   *string         `json:"prompt"`
-	System   *string         `json:"system"`
-	Images   []string        `json:"images"`
-	Stream   *bool           `json:"stream"`
-	Format   json.RawMessage `json:"format"`
-	Options  *options        `json:"options"`
-	Tools    json.RawMessage `json:"tools"`
+	Model     *string         `json:"model"`
+	Messages  []Message       `json:"messages"`
+	Prompt    *string         `json:"prompt"`
+	System    *string         `json:"system"`
+	Images    []string        `json:"images"`
+	Stream    *bool           `json:"stream"`
+	Format    json.RawMessage `json:"format"`
+	Options   *options        `json:"options"`
+	Tools     json.RawMessage `json:"tools"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
 }
 
 // Decode decodes a chat (generate=false) or generate request body.
@@ -93,6 +98,13 @@ func Decode(body []byte, generate bool, maxDepth int) (*Request, *Error) {
 		return nil, BadRequest("model is required")
 	}
 	r := &Request{Model: *w.Model, Stream: w.Stream == nil || *w.Stream, Generate: generate}
+	load, e := loadReason(generate, w.Prompt, len(w.Messages), w.KeepAlive)
+	if e != nil {
+		return nil, e
+	}
+	if r.Load = load; load != "" {
+		return r, nil
+	}
 	if generate {
 		if w.System != nil && *w.System != "" {
 			r.Messages = append(r.Messages, execution.Message{Role: "system", Content: *w.System})
@@ -103,9 +115,6 @@ func Decode(body []byte, generate bool, maxDepth int) (*Request, *Error) {
 		}
 		r.Messages = append(r.Messages, execution.Message{Role: "user", Content: prompt, Images: w.Images})
 	} else {
-		if len(w.Messages) == 0 {
-			return nil, BadRequest("messages are required")
-		}
 		for _, m := range w.Messages {
 			em := execution.Message{Role: m.Role, Content: m.Content, Images: m.Images, Name: m.ToolName}
 			for i, tc := range m.ToolCalls {

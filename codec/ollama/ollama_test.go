@@ -21,7 +21,7 @@ func TestDecode(t *testing.T) {
 	if e != nil || r.Stream || len(r.Messages) != 2 || r.Messages[1].Content != "p" {
 		t.Fatalf("generate decoded %+v %v", r, e)
 	}
-	for _, bad := range []string{``, `{}`, `{"model":""}`, `{"model":"m"}`, `{"model":"m","messages":{}}`, `{"model":"m","model":"n","messages":[]}`, "{\"model\":\"\xff\"}"} {
+	for _, bad := range []string{``, `{}`, `{"model":""}`, `{"model":"m","messages":{}}`, `{"model":"m","model":"n","messages":[]}`, "{\"model\":\"\xff\"}"} {
 		if _, e := Decode([]byte(bad), false, 0); e == nil || e.Status != 400 || !strings.HasPrefix(string(e.Body()), `{"error":"`) {
 			t.Errorf("Decode(%q) = %v", bad, e)
 		}

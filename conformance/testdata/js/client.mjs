@@ -93,6 +93,21 @@ async function ollamaScenario() {
         }
         return out;
       }
+      // What `ollama run` and `ollama stop` send: a generate request
+      // without a prompt (keep_alive 0 to unload); a chat without messages.
+      case "load":
+      case "unload":
+        for await (const part of await client.generate({ model, prompt: "", stream: true, ...(kind === "unload" ? { keep_alive: 0 } : {}) })) {
+          out.chunks++;
+          out.text += `${part.done}|${part.done_reason}|${part.response}|${part.model}`;
+        }
+        return out;
+      case "load-chat": {
+        const r = await client.chat({ model, messages: [] });
+        out.chunks = 1;
+        out.text = `${r.done}|${r.done_reason}|${r.message.role}|${r.message.content}|${r.model}`;
+        return out;
+      }
       case "tags": out.text = (await client.list()).models.map((m) => m.name).sort().join(","); return out;
       case "ps": out.chunks = (await client.ps()).models.length; return out;
       case "version": out.text = (await client.version()).version ? "has-version" : ""; return out;
