@@ -59,19 +59,7 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		acc := openai.NewChatAccumulator(openai.NewChatID(), r.Model, time.Now().Unix())
 		return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
 	case req.Method == http.MethodPost && path == "/v1/responses":
-		r, e := openai.DecodeResponsesRequest(req.Body, openai.Limits{})
-		if e != nil {
-			return respondError(emit, e)
-		}
-		run := r.RunRequest()
-		echo := r.Echo()
-		echo.Store = new(false) // the sim stores no response: it says so, as iop's translated path does
-		if r.Stream {
-			s := openai.NewResponsesStream(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
-			return p.tunnelStream(ctx, run, emit, respondError, s.Append)
-		}
-		acc := openai.NewResponseAccumulator(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
-		return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
+		return p.tunnelResponses(ctx, req, emit)
 	}
 	return respondError(emit, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
 		Message: "Invalid URL (" + req.Method + " " + path + ")"})

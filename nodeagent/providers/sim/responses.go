@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/ids"
+)
+
+// tunnelResponses answers POST /v1/responses as a server that stores
+// nothing: its answers say store false, and a request that continues
+// stored state (previous_response_id, conversation) is refused as such a
+// server refuses it, never answered as if it had no past.
+func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	r, e := openai.DecodeResponsesRequest(req.Body, openai.Limits{})
+	if e != nil {
+		return respondError(emit, e)
+	}
+	if e := statelessRefusal(req.Body); e != nil {
+		return respondError(emit, e)
+	}
+	run := r.RunRequest()
+	echo := r.Echo()
+	echo.Store = new(false) // the sim stores no response: it says so, as iop's translated path does
+	if r.Stream {
+		s := openai.NewResponsesStream(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
+		return p.tunnelStream(ctx, run, emit, respondError, s.Append)
+	}
+	acc := openai.NewResponseAccumulator(openai.NewResponseID(), r.Model, time.Now().Unix(), echo)
+	return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
+}
+
+// statelessRefusal is the error of a Responses request that names state
+// the sim never stored: OpenAI's own for an unknown previous response.
+func statelessRefusal(body []byte) *openai.Error {
+	var w struct {
+		PreviousResponseID *string         `json:"previous_response_id"`
+		Conversation       json.RawMessage `json:"conversation"`
+	}
+	if json.Unmarshal(body, &w) != nil {
+		return nil // the decode read it already
+	}
+	if id := w.PreviousResponseID; id != nil && *id != "" {
+		e := openai.InvalidRequest("previous_response_id", "Previous response with id '%s' not found.", ids.Clip(*id))
+		e.Code = "previous_response_not_found"
+		return e
+	}
+	if len(w.Conversation) > 0 && string(w.Conversation) != "null" {
+		return openai.InvalidRequest("conversation", "iop-sim stores no conversation: send the whole input instead.")
+	}
+	return nil
+}
