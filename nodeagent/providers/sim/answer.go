@@ -92,7 +92,7 @@ func (p *Provider) composeFor(msgs []execution.Message, params execution.Generat
 		a.tokens = chunks(structured, 16)
 		return a.limited(p.cfg.MaxTokens, params.MaxTokens)
 	}
-	a.tokens = tokenize(text)
+	a.tokens = stopAt(tokenize(text), params.Stop)
 	return a.limited(p.cfg.MaxTokens, params.MaxTokens)
 }
 
@@ -106,6 +106,34 @@ func (a answer) limited(limit int, asked *int64) answer {
 		a.tokens, a.finish = a.tokens[:limit], "length"
 	}
 	return a
+}
+
+// stopAt ends tokens where the first of the stop sequences begins, as
+// a server honouring `stop` does: the text before it, without it (a
+// token it begins in is cut there).
+func stopAt(tokens []string, stop []string) []string {
+	full := strings.Join(tokens, "")
+	end := len(full)
+	for _, s := range stop {
+		if i := strings.Index(full, s); s != "" && i >= 0 && i < end {
+			end = i
+		}
+	}
+	if end == len(full) {
+		return tokens
+	}
+	var out []string
+	for _, t := range tokens {
+		if end <= 0 {
+			break
+		}
+		if len(t) > end {
+			t = t[:end]
+		}
+		out = append(out, t)
+		end -= len(t)
+	}
+	return out
 }
 
 func (a answer) steps() int {
@@ -178,6 +206,11 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 	pl := p.nextPlan()
 	if pl.errorStatus != 0 {
 		ue := upstreamError(pl.errorStatus)
+		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
+		return nil
+	}
+	if e := logprobsRefusal(req.ChatBody); e != nil {
+		ue := &execution.UpstreamError{Status: e.Status, Type: e.Type, Param: e.Param, Message: e.Message}
 		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
 		return nil
 	}

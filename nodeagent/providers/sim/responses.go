@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/iopgw/iop/codec/openai"
@@ -19,7 +21,7 @@ func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderT
 	if e != nil {
 		return respondError(emit, e)
 	}
-	if e := statelessRefusal(req.Body); e != nil {
+	if e := cmp.Or(statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body)); e != nil {
 		return respondError(emit, e)
 	}
 	run := r.RunRequest()
@@ -50,6 +52,42 @@ func statelessRefusal(body []byte) *openai.Error {
 	}
 	if len(w.Conversation) > 0 && string(w.Conversation) != "null" {
 		return openai.InvalidRequest("conversation", "iop-sim stores no conversation: send the whole input instead.")
+	}
+	return nil
+}
+
+// logprobsRefusal is the error of a Chat request for log probabilities,
+// which the sim does not make: refused, never answered with logprobs
+// null.
+func logprobsRefusal(chatBody []byte) *openai.Error {
+	var w struct {
+		Logprobs    *bool `json:"logprobs"`
+		TopLogprobs *int  `json:"top_logprobs"`
+	}
+	if json.Unmarshal(chatBody, &w) != nil {
+		return nil
+	}
+	if (w.Logprobs != nil && *w.Logprobs) || (w.TopLogprobs != nil && *w.TopLogprobs > 0) {
+		return openai.InvalidRequest("logprobs", "iop-sim makes no log probabilities: leave logprobs unset.")
+	}
+	return nil
+}
+
+// responsesLogprobsRefusal is logprobsRefusal of a Responses request:
+// top_logprobs, or the log probabilities asked for in include.
+func responsesLogprobsRefusal(body []byte) *openai.Error {
+	var w struct {
+		TopLogprobs *int     `json:"top_logprobs"`
+		Include     []string `json:"include"`
+	}
+	if json.Unmarshal(body, &w) != nil {
+		return nil
+	}
+	if w.TopLogprobs != nil && *w.TopLogprobs > 0 {
+		return openai.InvalidRequest("top_logprobs", "iop-sim makes no log probabilities: leave top_logprobs unset.")
+	}
+	if slices.Contains(w.Include, "message.output_text.logprobs") {
+		return openai.InvalidRequest("include", "iop-sim makes no log probabilities: leave message.output_text.logprobs out of include.")
 	}
 	return nil
 }

@@ -98,3 +98,40 @@ func TestFaults(t *testing.T) {
 		t.Fatal("a target the sim does not serve is available")
 	}
 }
+
+// TestStopSequences: the sim's answer ends where the first stop sequence
+// would begin, without it, finished by stop — a token cut inside when the
+// sequence starts there — and max_tokens still cuts what is left.
+func TestStopSequences(t *testing.T) {
+	p := New(Config{Models: []string{"iop-sim"}, TokenLatency: time.Microsecond})
+	text := func(stop []string, limit int64) (string, string) {
+		r := req("hi")
+		r.Params.Stop = stop
+		if limit > 0 {
+			r.Params.MaxTokens = &limit
+		}
+		evs, _ := execute(t, p, r, time.Second)
+		var s string
+		for _, ev := range evs {
+			s += ev.Delta
+		}
+		return s, evs[len(evs)-1].FinishReason
+	}
+	full, _ := text(nil, 0)
+	for _, tc := range []struct {
+		stop   []string
+		limit  int64
+		text   string
+		finish string
+	}{
+		{[]string{"comes"}, 0, "You said: hi. This answer ", "stop"},
+		{[]string{"nowhere", "swer", "You"}, 0, "", "stop"},
+		{[]string{"nswer c"}, 0, "You said: hi. This a", "stop"},
+		{[]string{"not in it"}, 0, full, "stop"},
+		{[]string{"comes"}, 2, "You said:", "length"},
+	} {
+		if got, finish := text(tc.stop, tc.limit); got != tc.text || finish != tc.finish {
+			t.Errorf("stop %q, max %d: %q (%s), want %q (%s)", tc.stop, tc.limit, got, finish, tc.text, tc.finish)
+		}
+	}
+}

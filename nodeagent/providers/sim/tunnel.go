@@ -51,6 +51,9 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		if r.N > 1 { // refused, not answered with fewer choices than asked
 			return respondError(emit, openai.InvalidRequest("n", "iop-sim makes one choice a request: n must be 1"))
 		}
+		if e := logprobsRefusal(req.Body); e != nil {
+			return respondError(emit, e)
+		}
 		run := r.RunRequest()
 		if r.Stream {
 			s := openai.NewChatStream(openai.NewChatID(), r.Model, time.Now().Unix(), r.IncludeUsage)

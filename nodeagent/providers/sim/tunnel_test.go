@@ -5,9 +5,47 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/iopgw/iop/execution"
 )
+
+// tunnel posts body to the sim's path and returns the answer's status
+// and body.
+func tunnel(t *testing.T, p *Provider, path, body string) (int, []byte) {
+	t.Helper()
+	var status int
+	var out bytes.Buffer
+	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
+		switch f.Type {
+		case execution.FrameTypeResponseStart:
+			status = f.Status
+		case execution.FrameTypeBody:
+			out.Write(f.Body)
+		}
+	})
+	req := &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: path, Body: []byte(body)}
+	if err := p.Tunnel(t.Context(), req, em); err != nil {
+		t.Fatal(err)
+	}
+	return status, out.Bytes()
+}
+
+// reply is what the tests read of a JSON answer or error.
+type reply struct {
+	Status  string
+	Choices []json.RawMessage
+	Error   struct{ Param, Code, Message string }
+}
+
+func decodeAnswer(t *testing.T, b []byte) reply {
+	t.Helper()
+	var v reply
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return v
+}
 
 // TestTunnelChatChoices: the sim's Chat answers the one choice it makes,
 // and refuses a request for more (n > 1) with a 400 naming n rather than
@@ -24,29 +62,10 @@ func TestTunnelChatChoices(t *testing.T) {
 		{`{"model":"m","n":2,"messages":[{"role":"user","content":"hi"}]}`, http.StatusBadRequest, 0},
 		{`{"model":"m","n":3,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, http.StatusBadRequest, 0},
 	} {
-		var status int
-		var body bytes.Buffer
-		em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
-			switch f.Type {
-			case execution.FrameTypeResponseStart:
-				status = f.Status
-			case execution.FrameTypeBody:
-				body.Write(f.Body)
-			}
-		})
-		req := &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: "/v1/chat/completions", Body: []byte(tc.body)}
-		if err := p.Tunnel(t.Context(), req, em); err != nil {
-			t.Fatal(err)
-		}
-		var v struct {
-			Choices []json.RawMessage
-			Error   struct{ Param string }
-		}
-		if err := json.Unmarshal(body.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v: %s", tc.body, err, body.Bytes())
-		}
+		status, body := tunnel(t, p, "/v1/chat/completions", tc.body)
+		v := decodeAnswer(t, body)
 		if status != tc.status || len(v.Choices) != tc.choices || (tc.status == http.StatusBadRequest && v.Error.Param != "n") {
-			t.Errorf("%s: %d %s, want %d with %d choices", tc.body, status, body.Bytes(), tc.status, tc.choices)
+			t.Errorf("%s: %d %s, want %d with %d choices", tc.body, status, body, tc.status, tc.choices)
 		}
 	}
 }
@@ -68,29 +87,37 @@ func TestTunnelResponsesIsStateless(t *testing.T) {
 		{`{"model":"m","input":"hi","stream":true,"previous_response_id":"resp_1"}`, http.StatusBadRequest, "previous_response_id", "previous_response_not_found"},
 		{`{"model":"m","input":"hi","conversation":"conv_1"}`, http.StatusBadRequest, "conversation", ""},
 	} {
-		var status int
-		var body bytes.Buffer
-		em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
-			switch f.Type {
-			case execution.FrameTypeResponseStart:
-				status = f.Status
-			case execution.FrameTypeBody:
-				body.Write(f.Body)
-			}
-		})
-		req := &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: "/v1/responses", Body: []byte(tc.body)}
-		if err := p.Tunnel(t.Context(), req, em); err != nil {
-			t.Fatal(err)
-		}
-		var v struct {
-			Status string
-			Error  struct{ Param, Code, Message string }
-		}
-		if err := json.Unmarshal(body.Bytes(), &v); err != nil {
-			t.Fatalf("%s: %v: %s", tc.body, err, body.Bytes())
-		}
+		status, body := tunnel(t, p, "/v1/responses", tc.body)
+		v := decodeAnswer(t, body)
 		if status != tc.status || v.Error.Param != tc.param || v.Error.Code != tc.code || (tc.status == http.StatusOK && v.Status != "completed") {
-			t.Errorf("%s: %d %s", tc.body, status, body.Bytes())
+			t.Errorf("%s: %d %s", tc.body, status, body)
 		}
+	}
+}
+
+// TestSimRefusesLogprobs: the sim makes no log probabilities, so a
+// request for them is refused naming the field — on the tunnel (Chat and
+// Responses) and on the normalized path — never answered with logprobs
+// null.
+func TestSimRefusesLogprobs(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, "logprobs"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":false,"top_logprobs":0}`, ""},
+		{"/v1/responses", `{"model":"m","input":"hi","top_logprobs":2}`, "top_logprobs"},
+		{"/v1/responses", `{"model":"m","input":"hi","include":["message.output_text.logprobs"]}`, "include"},
+		{"/v1/responses", `{"model":"m","input":"hi","include":["reasoning.encrypted_content"]}`, ""},
+	} {
+		status, body := tunnel(t, p, tc.path, tc.body)
+		if v := decodeAnswer(t, body); v.Error.Param != tc.param || (tc.param != "") != (status == http.StatusBadRequest) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, status, body)
+		}
+	}
+	r := req("hi")
+	r.ChatBody = []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":3}`)
+	evs, _ := execute(t, p, r, time.Second)
+	if len(evs) != 1 || evs[0].Type != execution.EventTypeError || evs[0].Failure.Upstream == nil ||
+		evs[0].Failure.Upstream.Status != http.StatusBadRequest || evs[0].Failure.Upstream.Param != "logprobs" {
+		t.Fatalf("normalized: %+v", evs)
 	}
 }
