@@ -9,7 +9,6 @@ import (
 
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
-	"github.com/iopgw/iop/internal/ids"
 )
 
 // tunnelResponses answers POST /v1/responses as a server that stores
@@ -46,7 +45,7 @@ func statelessRefusal(body []byte) *openai.Error {
 		return nil // the decode read it already
 	}
 	if id := w.PreviousResponseID; id != nil && *id != "" {
-		e := openai.InvalidRequest("previous_response_id", "Previous response with id '%s' not found.", ids.Clip(*id))
+		e := openai.InvalidRequest("previous_response_id", "Previous response with id '%s' not found.", (*id)[:min(len(*id), 64)])
 		e.Code = "previous_response_not_found"
 		return e
 	}
