@@ -189,11 +189,12 @@ func (rt *runtime) continuationFor(model string, mode resumeMode) (DispatchReque
 }
 
 // canResume applies the resume conditions: a committed streaming text
-// answer (no tool call, no side effect), the model's policy on, a failure
+// answer (no tool call, no side effect, no prefill of the client's, which
+// a continuation would have to join), the model's policy on, a failure
 // of the provider rather than of the request, and text to continue.
 func (rt *runtime) canResume(ctx context.Context, o outcome, model string) bool {
 	switch {
-	case ctx.Err() != nil, rt.req.Continue == nil, !rt.req.Stream, rt.sawToolCall, rt.req.SideEffects:
+	case ctx.Err() != nil, rt.req.Continue == nil, !rt.req.Stream, rt.sawToolCall, rt.req.SideEffects, rt.req.Prefill:
 		return false
 	case rt.cur == nil || rt.cur.enc == nil, rt.rs.text.Len() == 0:
 		return false

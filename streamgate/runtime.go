@@ -127,6 +127,11 @@ type Request struct {
 	// with the prefix as a trailing assistant message. Nil when the
 	// request cannot be resumed.
 	Continue func(model, prefix string) (Work, error)
+	// Prefill: the request ends with an assistant prefill that its answer
+	// continues (an Anthropic client's), so every attempt goes to a
+	// provider that continues one (DispatchRequest.Prefill); its Run is a
+	// Continuation.
+	Prefill bool
 	// Answer, when set, is the request's whole answer (200, JSON), which
 	// the runtime writes without dispatching anything: a request that asks
 	// a provider for nothing (an Ollama load).
@@ -213,7 +218,7 @@ type runtime struct {
 func (rt *runtime) run(ctx context.Context) {
 	rt.models = append([]string(nil), rt.req.Fallbacks...)
 	dreq := &rt.dreq // in rt: run's frame is under every attempt's wait
-	dreq.Model, dreq.Need, dreq.Work = rt.req.Model, rt.req.Need, rt.req.Work
+	dreq.Model, dreq.Need, dreq.Work, dreq.Prefill = rt.req.Model, rt.req.Need, rt.req.Work, rt.req.Prefill
 	defer rt.endBudget()
 	for {
 		att, err := rt.dispatch(ctx, dreq)
@@ -296,7 +301,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		// Exclusion is per (provider, model): a provider that failed the
 		// previous model may serve this one (rt.avoid still binds stall
 		// evidence and providers that could not be reached).
-		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work}
+		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work, Prefill: rt.req.Prefill}
 		if !rt.servable(next) {
 			continue // nothing serves it now: the next one
 		}
@@ -367,10 +372,22 @@ func (rt *runtime) dispatchFailed(ctx context.Context, err error) {
 		rt.fail(ctx, nil, rt.lastFail)
 		return
 	}
+	if rt.prefillUnserved(err) {
+		rt.fail(ctx, prefillError(), nil)
+		return
+	}
 	// Nothing to dispatch to — nothing before either, or only a provider
 	// whose node went away before it took the work (its disconnect not yet
 	// seen when it was leased): no provider, not a provider's failure.
 	rt.fail(ctx, dispatchError(err), nil)
+}
+
+// prefillUnserved reports whether a client's prefill is why its first
+// dispatch found no provider: the model has providers, none of which
+// continues a prefill — the client's to change, not a retry's.
+func (rt *runtime) prefillUnserved(err error) bool {
+	return rt.req.Prefill && rt.attempts == 0 && errors.Is(err, ErrNoProvider) &&
+		rt.servable(DispatchRequest{Model: rt.req.Model, Need: rt.req.Need, Work: rt.req.Work})
 }
 
 // dispatchError maps a dispatch failure to the client's error.

@@ -122,6 +122,14 @@ func outcomeError(o *outcome) *openai.Error {
 		Message: "The provider's response ended abnormally before it completed."}
 }
 
+// prefillError refuses a request ending with an assistant prefill on a
+// model none of whose providers continues one.
+func prefillError() *openai.Error {
+	return openai.InvalidRequest("messages", "The last message is an assistant prefill, which this model's providers cannot continue: "+
+		"they serve the OpenAI Chat API, which has no prefill. Declare `prefill` on a provider whose upstream continues a trailing "+
+		"assistant message (llama.cpp, Ollama, vLLM with prefill_fields), or use a model whose provider serves the messages surface.")
+}
+
 // unreachableCause names the cause classes a node reports for an
 // upstream it could not reach (never its address).
 var unreachableCause = map[string]string{"upstream_refused": "connection refused", "upstream_dns": "its host name did not resolve",

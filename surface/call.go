@@ -53,6 +53,9 @@ type Call struct {
 	// Checked: the decode checked the client's body with jsonstrict (its
 	// grammar and strict rules), so what reads it again need not.
 	Checked bool
+	// Prefill: the request ends with an assistant message its answer
+	// continues (an Anthropic client's prefill); Run is a Continuation.
+	Prefill bool
 	// Answer, when set, is the whole answer (200, JSON) of a request that
 	// asks for no generation: an Ollama load or unload, which iop
 	// acknowledges itself and sends to no provider.
@@ -221,11 +224,19 @@ func decodeMessages(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	run := req.RunRequest()
 	run.ChatBody, run.Stream = chatBody, c.Stream
 	c.Run, c.Refuse = run, translationRefusal(nil, req.Neutral, chatBody)
+	// A prefill (a trailing assistant message, which the Messages API
+	// continues; Chat has no such rule) runs as a continuation, on a
+	// provider that continues one.
+	run.Continuation = c.Prefill
 	return c, nil
 }
 
 func decodeCountTokens(body []byte, lim openai.Limits) (*Call, *openai.Error) {
-	return decodeAnthropic(body, lim, anthropic.DecodeCount)
+	c, e := decodeAnthropic(body, lim, anthropic.DecodeCount)
+	if c != nil {
+		c.Prefill = false // counted, not continued
+	}
+	return c, e
 }
 
 // decodeAnthropic reads a Messages request: strict JSON as on every
@@ -238,7 +249,7 @@ func decodeAnthropic(body []byte, lim openai.Limits, decode func([]byte) (*anthr
 	if ae != nil {
 		return nil, &openai.Error{Status: ae.Status, Type: openai.TypeInvalidRequest, Message: ae.Message}
 	}
-	return &Call{Model: req.Model, Stream: req.Stream, OutputLimit: req.MaxTokens, Checked: true}, nil
+	return &Call{Model: req.Model, Stream: req.Stream, OutputLimit: req.MaxTokens, Checked: true, Prefill: req.Prefill}, nil
 }
 
 func decodeOllamaRun(generate bool) func([]byte, openai.Limits) (*Call, *openai.Error) {

@@ -19,6 +19,9 @@ type Request struct {
 	// Run is the request's neutral messages and parameters (the sim
 	// answers from them).
 	Run *execution.RunRequest
+	// Prefill: the last message is the assistant's text, which the answer
+	// continues (the API's prefill) instead of answering it.
+	Prefill bool
 }
 
 type requestWire struct {
@@ -100,6 +103,9 @@ func decode(body []byte, needMax bool) (*Request, *Error) {
 		run.Messages = append(run.Messages, msgs...)
 	}
 	r.Run = run
+	if last := run.Messages[len(run.Messages)-1]; last.Role == "assistant" && len(last.ToolCalls) == 0 {
+		r.Prefill = true
+	}
 	return r, nil
 }
 

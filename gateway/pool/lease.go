@@ -48,12 +48,17 @@ func (l *Lease) Release() bool {
 // when the upstream serves the surface natively, always on path tunnel,
 // never on path normalized.
 func (l *Lease) Tunnels(surface string) bool {
-	if !l.SupportsTunnel {
+	return passesThrough(l.SupportsTunnel, l.Path, l.Surfaces, surface)
+}
+
+// passesThrough is Lease.Tunnels of a provider's advertisement.
+func passesThrough(supportsTunnel bool, path string, surfaces []string, surface string) bool {
+	if !supportsTunnel || surface == "" {
 		return false
 	}
-	switch l.Path {
+	switch path {
 	case pathAuto:
-		return nativeSurface(l.Surfaces, surface)
+		return nativeSurface(surfaces, surface)
 	case pathNormalized:
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iopgw/iop/streamgate"
+	"github.com/iopgw/iop/wire"
 )
 
 // admissibleLocked reports whether a provider may take work, ignoring
@@ -32,7 +33,7 @@ func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, a
 	out = p.scratch.eligible[:0]
 	defer func() { p.scratch.eligible = out }()
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface, p.aliasesOf(req)) {
-		if slices.Contains(req.Exclude, pp.key.ID()) || (req.Prefill && !pp.ad.GetPrefill()) {
+		if slices.Contains(req.Exclude, pp.key.ID()) || (req.Prefill && !continues(pp.ad, req.Surface)) {
 			continue
 		}
 		if req.AvoidProviderID != "" && pp.key.ID() == req.AvoidProviderID {
@@ -45,6 +46,15 @@ func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, a
 		out = append(out, avoided)
 	}
 	return out, avoided != nil
+}
+
+// continues reports whether a provider continues an assistant prefill
+// of a request of the surface: it declares prefill, or it carries the
+// request to an upstream that serves the surface natively (an Anthropic
+// Messages prefill on a messages upstream). A request with no surface
+// (a resumed stream's continuation) runs translated.
+func continues(ad *wire.ProviderAdvertisement, surface string) bool {
+	return ad.GetPrefill() || passesThrough(ad.GetSupportsTunnel(), ad.GetExecutionPath(), ad.GetSurfaces(), surface)
 }
 
 // pickLocked selects among eligible providers with a free slot for model:

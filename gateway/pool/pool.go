@@ -34,7 +34,8 @@ type ProviderPoolDispatchRequest struct {
 	// already failed it).
 	Exclude []string
 	// Prefill selects only providers that continue an assistant prefill
-	// (a resumed stream).
+	// (a resumed stream, an Anthropic client's prefill): declared
+	// prefill, or a native upstream of the request's surface.
 	Prefill bool
 	// Aliases and Queue are the request's configuration generation's alias
 	// targets and queue settings (nil: the pool's own, the running

@@ -6,7 +6,8 @@
 // streamed tool call answered with its result in a second turn), thinking
 // (extended thinking asked for: refused where it cannot be expressed),
 // models (the model list, page by page, and the model retrieved), model
-// (the model retrieved).
+// (the model retrieved), prefill and prefill-stream (an assistant prefill
+// continued).
 import Anthropic from "@anthropic-ai/sdk";
 
 const [baseURL, apiKey, scenario] = process.argv.slice(2);
@@ -70,6 +71,12 @@ try {
     ] });
     out.text = second.content.filter((b) => b.type === "text").map((b) => b.text).join("");
     out.stop = second.stop_reason;
+  } else if (kind === "prefill" || kind === "prefill-stream") {
+    // A prefill: the answer continues the trailing assistant text.
+    const params = { model, max_tokens: 64, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "You said" }] };
+    const data = kind === "prefill" ? await client.messages.create(params) : await client.messages.stream(params).finalMessage();
+    out.text = data.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    out.stop = data.stop_reason;
   } else if (kind === "thinking") {
     await client.messages.create({ model, max_tokens: 2048, thinking: { type: "enabled", budget_tokens: 1024 }, messages: msgs });
   } else if (kind === "count") {

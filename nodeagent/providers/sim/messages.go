@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/iopgw/iop/codec/anthropic"
@@ -19,6 +20,11 @@ func (p *Provider) tunnelMessages(ctx context.Context, req *execution.ProviderTu
 	if ae != nil {
 		return respondMessagesError(emit, &openai.Error{Status: ae.Status, Message: ae.Message})
 	}
+	if thinks(req.Body) {
+		return respondMessagesError(emit, &openai.Error{Status: http.StatusBadRequest,
+			Message: "thinking: iop-sim does not think: leave thinking out, or disabled."})
+	}
+	r.Run.Continuation = r.Prefill // continued, as the API does, not answered
 	id := anthropic.NewMessageID()
 	if r.Stream {
 		s := anthropic.NewStream(id, r.Model)
@@ -26,6 +32,18 @@ func (p *Provider) tunnelMessages(ctx context.Context, req *execution.ProviderTu
 	}
 	acc := anthropic.NewAccumulator(id, r.Model)
 	return p.tunnelJSON(ctx, r.Run, emit, respondMessagesError, acc.Add, acc.Body)
+}
+
+// thinks reports whether a Messages request asks for extended thinking,
+// which the sim does not do: refused, never answered without the
+// thinking blocks asked for.
+func thinks(body []byte) bool {
+	var w struct {
+		Thinking *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+	}
+	return json.Unmarshal(body, &w) == nil && w.Thinking != nil && w.Thinking.Type != "disabled"
 }
 
 // tunnelCountTokens answers POST /v1/messages/count_tokens with the

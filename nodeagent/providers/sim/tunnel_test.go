@@ -121,3 +121,29 @@ func TestSimRefusesLogprobs(t *testing.T) {
 		t.Fatalf("normalized: %+v", evs)
 	}
 }
+
+// TestTunnelMessagesThinkingAndPrefill: the sim's Messages API refuses
+// extended thinking, which it does not do (a 400 naming thinking, in
+// Anthropic's shape), takes thinking disabled, and continues a prefill.
+func TestTunnelMessagesThinkingAndPrefill(t *testing.T) {
+	p := New(Config{})
+	status, body := tunnel(t, p, "/v1/messages", `{"model":"m","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`)
+	var e struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	if err := json.Unmarshal(body, &e); err != nil || status != http.StatusBadRequest || e.Type != "error" || e.Error.Type != "invalid_request_error" ||
+		!bytes.HasPrefix([]byte(e.Error.Message), []byte("thinking:")) {
+		t.Errorf("thinking: %d %s", status, body)
+	}
+	for body, want := range map[string]string{
+		`{"model":"m","max_tokens":64,"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"hi"}]}`:                 "You said: hi. This answer comes from iop-sim, the built-in simulated model.",
+		`{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"You said: hi."}]}`: " This answer comes from iop-sim, the built-in simulated model.",
+	} {
+		status, b := tunnel(t, p, "/v1/messages", body)
+		var m struct{ Content []struct{ Text string } }
+		if err := json.Unmarshal(b, &m); err != nil || status != http.StatusOK || len(m.Content) != 1 || m.Content[0].Text != want {
+			t.Errorf("%s: %d %s, want %q", body, status, b, want)
+		}
+	}
+}
