@@ -169,7 +169,7 @@ func decodeChatRequest(body []byte, l Limits, keep bool) (*ChatRequest, *Error) 
 		}
 		req.N = *w.N
 	}
-	stop, e := decodeStop(w.Stop, l)
+	stop, e := DecodeStop(w.Stop, l)
 	if e != nil {
 		return nil, e
 	}
@@ -390,7 +390,10 @@ func jsonError(err error, param string) *Error {
 	return InvalidRequest(param, "Invalid value for '%s'.", param)
 }
 
-func decodeStop(raw json.RawMessage, l Limits) ([]string, *Error) {
+// DecodeStop reads a request's stop member: a string or an array of at
+// most l.MaxStop strings (nil when absent or null).
+func DecodeStop(raw json.RawMessage, l Limits) ([]string, *Error) {
+	l = l.withDefaults()
 	raw = nonNull(raw)
 	if len(raw) == 0 {
 		return nil, nil
@@ -464,7 +467,7 @@ func NeutralRun(body []byte) (*execution.RunRequest, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	stop, e := decodeStop(w.Stop, relayLimits)
+	stop, e := DecodeStop(w.Stop, relayLimits)
 	if e != nil {
 		return nil, e
 	}

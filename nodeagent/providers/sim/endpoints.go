@@ -149,9 +149,34 @@ type completionRequest struct {
 	Prompt        json.RawMessage `json:"prompt"`
 	Stream        bool            `json:"stream"`
 	MaxTokens     *int64          `json:"max_tokens"`
+	Stop          json.RawMessage `json:"stop"`
+	Echo          bool            `json:"echo"`
+	N             *int            `json:"n"`
+	BestOf        *int            `json:"best_of"`
+	Logprobs      *int            `json:"logprobs"`
+	Suffix        *string         `json:"suffix"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+}
+
+// refusal is the error of what the sim cannot make: it answers one
+// prompt with one choice, appends nothing after it and makes no log
+// probabilities — refused naming the field, never answered with less.
+func (r *completionRequest) refusal(prompts int) *openai.Error {
+	switch {
+	case prompts > 1:
+		return openai.InvalidRequest("prompt", "iop-sim answers one prompt a request: send each prompt in a request of its own.")
+	case r.N != nil && *r.N > 1:
+		return openai.InvalidRequest("n", "iop-sim makes one choice a request: n must be 1.")
+	case r.BestOf != nil && *r.BestOf > 1:
+		return openai.InvalidRequest("best_of", "iop-sim makes one choice a request: best_of must be 1.")
+	case r.Logprobs != nil:
+		return openai.InvalidRequest("logprobs", "iop-sim makes no log probabilities: leave logprobs unset.")
+	case r.Suffix != nil && *r.Suffix != "":
+		return openai.InvalidRequest("suffix", "iop-sim does not insert text before a suffix: leave suffix unset.")
+	}
+	return nil
 }
 
 // tunnelCompletions answers POST /v1/completions with the sim's answer
@@ -165,10 +190,20 @@ func (p *Provider) tunnelCompletions(ctx context.Context, req *execution.Provide
 	if len(r.Prompt) == 0 || err != nil || len(prompts) == 0 {
 		return respondError(emit, openai.InvalidRequest("prompt", "prompt must be a string, an array of strings, or token arrays"))
 	}
-	run := &execution.RunRequest{Model: r.Model, Messages: []execution.Message{{Role: "user", Content: strings.Join(prompts, "\n")}},
-		Params: execution.GenerationParams{MaxTokens: r.MaxTokens}}
+	if e := r.refusal(len(prompts)); e != nil {
+		return respondError(emit, e)
+	}
+	stop, e := openai.DecodeStop(r.Stop, openai.Limits{})
+	if e != nil {
+		return respondError(emit, e)
+	}
+	run := &execution.RunRequest{Model: r.Model, Messages: []execution.Message{{Role: "user", Content: prompts[0]}},
+		Params: execution.GenerationParams{MaxTokens: r.MaxTokens, Stop: stop}}
 	c := &completion{id: "cmpl-" + strings.TrimPrefix(openai.NewChatID(), "chatcmpl-"), model: r.Model, created: time.Now().Unix(),
 		usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
+	if r.Echo {
+		c.echo = prompts[0]
+	}
 	if r.Stream {
 		return p.tunnelStream(ctx, run, emit, respondError, c.appendEvent)
 	}
@@ -179,7 +214,8 @@ func (p *Provider) tunnelCompletions(ctx context.Context, req *execution.Provide
 type completion struct {
 	id, model string
 	created   int64
-	usage     bool // stream_options.include_usage
+	usage     bool   // stream_options.include_usage
+	echo      string // the prompt, when the request asked for it back (echo)
 	text      strings.Builder
 	finish    string
 	u         *execution.TokenUsage
@@ -218,6 +254,10 @@ func (c *completion) object(choices []completionChoice, u *execution.TokenUsage)
 // appendEvent renders ev as the stream's SSE events.
 func (c *completion) appendEvent(buf []byte, ev execution.RunEvent) []byte {
 	data := func(b []byte) { buf = append(append(append(buf, "data: "...), b...), "\n\n"...) }
+	if c.echo != "" && (ev.Type == execution.EventTypeDelta || ev.Type == execution.EventTypeComplete) {
+		data(c.object([]completionChoice{{Text: c.echo}}, nil)) // the prompt first, as echo asks
+		c.echo = ""
+	}
 	switch ev.Type {
 	case execution.EventTypeDelta:
 		data(c.object([]completionChoice{{Text: ev.Delta}}, nil))
@@ -234,6 +274,10 @@ func (c *completion) appendEvent(buf []byte, ev execution.RunEvent) []byte {
 
 // add gathers the answer for a JSON body.
 func (c *completion) add(ev execution.RunEvent) {
+	if c.echo != "" {
+		c.text.WriteString(c.echo)
+		c.echo = ""
+	}
 	switch ev.Type {
 	case execution.EventTypeDelta:
 		c.text.WriteString(ev.Delta)

@@ -147,3 +147,49 @@ func TestTunnelMessagesThinkingAndPrefill(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelCompletions: the sim's legacy completions honour stop and
+// echo (the prompt back before the answer, JSON and stream), and refuse
+// what they cannot make — more prompts or choices than one, log
+// probabilities, a suffix — naming the field.
+func TestTunnelCompletions(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	for _, tc := range []struct{ body, text, param string }{
+		{`{"model":"m","prompt":"hi"}`, "You said: hi. This answer comes from iop-sim, the built-in simulated model.", ""},
+		{`{"model":"m","prompt":["hi"],"stop":"comes"}`, "You said: hi. This answer ", ""},
+		{`{"model":"m","prompt":"hi","stop":["nowhere","answer"],"echo":true}`, "hiYou said: hi. This ", ""},
+		{`{"model":"m","prompt":"hi","n":1,"best_of":1,"suffix":""}`, "You said: hi. This answer comes from iop-sim, the built-in simulated model.", ""},
+		{`{"model":"m","prompt":["a","b"]}`, "", "prompt"},
+		{`{"model":"m","prompt":"hi","n":2}`, "", "n"},
+		{`{"model":"m","prompt":"hi","best_of":3}`, "", "best_of"},
+		{`{"model":"m","prompt":"hi","logprobs":0}`, "", "logprobs"},
+		{`{"model":"m","prompt":"hi","suffix":"end"}`, "", "suffix"},
+		{`{"model":"m","prompt":"hi","stop":[1]}`, "", "stop"},
+	} {
+		status, body := tunnel(t, p, "/v1/completions", tc.body)
+		var v struct {
+			Choices []struct{ Text string }
+			Error   struct{ Param string }
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("%s: %v: %s", tc.body, err, body)
+		}
+		switch {
+		case tc.param != "" && (status != http.StatusBadRequest || v.Error.Param != tc.param):
+			t.Errorf("%s: %d %s, want a 400 naming %s", tc.body, status, body, tc.param)
+		case tc.param == "" && (status != http.StatusOK || len(v.Choices) != 1 || v.Choices[0].Text != tc.text):
+			t.Errorf("%s: %d %s, want %q", tc.body, status, body, tc.text)
+		}
+	}
+	status, body := tunnel(t, p, "/v1/completions", `{"model":"m","prompt":"hi","stream":true,"echo":true,"stop":"This"}`)
+	var text string
+	for _, line := range bytes.Split(body, []byte("\n\n")) {
+		var c struct{ Choices []struct{ Text string } }
+		if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && string(d) != "[DONE]" && json.Unmarshal(d, &c) == nil && len(c.Choices) == 1 {
+			text += c.Choices[0].Text
+		}
+	}
+	if status != http.StatusOK || text != "hiYou said: hi. " {
+		t.Errorf("stream: %d %q: %s", status, text, body)
+	}
+}
