@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/gateway/tenancy"
+	"github.com/iopgw/iop/internal/bodyio"
+	"github.com/iopgw/iop/internal/httphdr"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/openapi"
 	"github.com/iopgw/iop/surface"
@@ -109,7 +110,7 @@ func (g *Gateway) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		var err error
-		if n, limit := headerBytes(c.Request()), g.confOf(c).Limits.MaxHeaderBytes; n > limit {
+		if n, limit := httphdr.Size(c.Request()), g.confOf(c).Limits.MaxHeaderBytes; n > limit {
 			err = headersTooLarge(c, n, limit)
 		} else {
 			err = next(c)
@@ -188,7 +189,7 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	if d := lim.BodyReadTimeout; d > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(d))
 	}
-	body, err := readAll(http.MaxBytesReader(c.Response().Writer, r.Body, lim.MaxBodyBytes), min(r.ContentLength, lim.MaxBodyBytes))
+	body, err := bodyio.ReadAll(http.MaxBytesReader(c.Response().Writer, r.Body, lim.MaxBodyBytes), min(r.ContentLength, lim.MaxBodyBytes))
 	if err != nil {
 		c.Response().Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
@@ -205,44 +206,9 @@ func (g *Gateway) readBody(c echo.Context) ([]byte, *openai.Error) {
 	return body, nil
 }
 
-// readAll reads r to its end into a buffer sized for the size announced
-// (Content-Length; -1 when unknown), so a body that keeps its word is read
-// into one allocation instead of io.ReadAll's doubling copies. The
-// announcement only sizes the buffer: what arrives decides.
-func readAll(r io.Reader, announced int64) ([]byte, error) {
-	if announced <= 0 {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, 0, announced+1) // +1: the read that finds the end needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // more than announced: grow as append does
-		}
-	}
-}
-
 func (g *Gateway) limits(c echo.Context) openai.Limits {
 	l := g.confOf(c).Limits
 	return openai.Limits{MaxDepth: l.MaxDepth, MaxMessages: l.MaxMessages}
-}
-
-// headerBytes is the size of r's request line and headers as sent.
-func headerBytes(r *http.Request) int {
-	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n
 }
 
 // headersTooLarge answers a request whose request line and headers exceed

@@ -207,3 +207,14 @@ func dropFromUpstream(h http.Header, fromNodes bool) http.Header {
 	}
 	return h
 }
+
+// Size is the size of r's request line and headers as sent.
+func Size(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}

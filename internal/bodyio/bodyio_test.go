@@ -1,4 +1,4 @@
-package gateway
+package bodyio
 
 import (
 	"bytes"
@@ -15,13 +15,13 @@ import (
 func TestReadAllWhateverTheAnnouncement(t *testing.T) {
 	body := strings.Repeat("abcdefgh", 1000)
 	for _, announced := range []int64{-1, 0, 1, 100, 7999, 8000, 8001, 1 << 20} {
-		got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), announced)
+		got, err := ReadAll(iotest.OneByteReader(strings.NewReader(body)), announced)
 		if err != nil || string(got) != body {
 			t.Fatalf("announced %d: %d bytes, %v", announced, len(got), err)
 		}
 	}
 	boom := errors.New("boom")
-	if _, err := readAll(io.MultiReader(bytes.NewReader([]byte("ab")), iotest.ErrReader(boom)), 10); !errors.Is(err, boom) {
+	if _, err := ReadAll(io.MultiReader(bytes.NewReader([]byte("ab")), iotest.ErrReader(boom)), 10); !errors.Is(err, boom) {
 		t.Fatalf("read error: %v", err)
 	}
 }
