@@ -125,7 +125,7 @@ func CommandFromProto(m *Command) *execution.CommandRequest {
 // The legacy Error string is always kept.
 func RunEventToProto(ev execution.RunEvent, authoritative map[string]string) *RunEvent {
 	m := &RunEvent{Type: string(ev.Type), Model: ev.Model, Delta: ev.Delta, Reasoning: ev.Reasoning, Message: ev.Message,
-		Usage: UsageToProto(ev.Usage), FinishReason: ev.FinishReason, Error: errorText(ev.Error, ev.Failure), Failure: failureToProto(ev.Failure, authoritative),
+		Usage: UsageToProto(ev.Usage), FinishReason: ev.FinishReason, Error: ev.Error, Failure: failureToProto(ev.Failure, authoritative),
 		Detail: detailToProto(ev.Failure), ResponseId: ev.ResponseID, Created: ev.Created, SystemFingerprint: ev.SystemFingerprint,
 		ServiceTier: ev.ServiceTier}
 	for _, tc := range ev.ToolCalls {
@@ -153,18 +153,7 @@ func RunEventFromProto(m *RunEvent) execution.RunEvent {
 // rules.
 func TunnelFrameToProto(f execution.ProviderTunnelFrame, authoritative map[string]string) *ProviderTunnelFrame {
 	return &ProviderTunnelFrame{Type: string(f.Type), Status: int32(f.Status), Headers: HeadersToProto(f.Header), Body: f.Body,
-		Usage: UsageToProto(f.Usage), Error: errorText(f.Error, f.Failure), Failure: failureToProto(f.Failure, authoritative), Detail: detailToProto(f.Failure)}
-}
-
-// errorText is the human-readable text of an error event or frame: for
-// an upstream's error answer (a status), the upstream's own message —
-// which is what the edge answers the client with, as the upstream wrote
-// it — else the error's text.
-func errorText(text string, f *execution.ExecutionFailure) string {
-	if f != nil && f.Upstream != nil && f.Upstream.Status > 0 && f.Upstream.Message != "" {
-		return f.Upstream.Message
-	}
-	return text
+		Usage: UsageToProto(f.Usage), Error: f.Error, Failure: failureToProto(f.Failure, authoritative), Detail: detailToProto(f.Failure)}
 }
 
 // TunnelFrameFromProto maps a frame back; an error frame gets its typed

@@ -131,25 +131,3 @@ func TestHeadersRoundTrip(t *testing.T) {
 		t.Fatalf("a repeated name wrote into the message's room: %q", v[:2])
 	}
 }
-
-// TestUpstreamErrorKeepsItsMessage: an upstream's error answer crosses
-// with the upstream's own message — what the edge answers the client
-// with — not the node's text for it (which names the status).
-func TestUpstreamErrorKeepsItsMessage(t *testing.T) {
-	ue := &execution.UpstreamError{Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages",
-		Message: "This model's maximum context length is 8192 tokens."}
-	f := execution.UpstreamFailure(ue)
-	ev := RunEventFromProto(roundTrip(t, RunEventToProto(execution.RunEvent{Type: execution.EventTypeError, Error: f.Error(), Failure: f}, nil)))
-	if u := ev.Failure.Upstream; u == nil || u.Message != ue.Message || u.Status != 400 || u.Param != "messages" || ev.Error != ue.Message {
-		t.Fatalf("event: %+v %+v", ev, ev.Failure.Upstream)
-	}
-	fr := TunnelFrameFromProto(roundTrip(t, TunnelFrameToProto(execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: ue.Error(), Failure: f}, nil)))
-	if u := fr.Failure.Upstream; u == nil || u.Message != ue.Message {
-		t.Fatalf("frame: %+v", fr.Failure)
-	}
-	// An upstream that could not be reached has no message of its own.
-	down := execution.UpstreamFailure(&execution.UpstreamError{Code: "upstream_refused", Message: "dial tcp: refused"})
-	if ev := RunEventToProto(execution.RunEvent{Type: execution.EventTypeError, Error: "upstream unreachable: dial tcp: refused", Failure: down}, nil); ev.GetError() != "upstream unreachable: dial tcp: refused" {
-		t.Fatalf("unreachable: %q", ev.GetError())
-	}
-}
