@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,9 @@ func Run(ctx context.Context, c *http.Client, url, accept string, header map[str
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		ue := ParseUpstreamError(resp.StatusCode, resp.Header, ReadErrorBody(resp.Body))
-		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
+		// The event's text is the upstream's own message: what the edge
+		// answers the client with.
+		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: cmp.Or(ue.Message, ue.Error()), Failure: execution.UpstreamFailure(ue)})
 		return nil
 	}
 	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, Model: model})

@@ -206,12 +206,12 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 	pl := p.nextPlan()
 	if pl.errorStatus != 0 {
 		ue := upstreamError(pl.errorStatus)
-		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
+		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Message, Failure: execution.UpstreamFailure(ue)})
 		return nil
 	}
 	if e := logprobsRefusal(req.ChatBody); e != nil {
 		ue := &execution.UpstreamError{Status: e.Status, Type: e.Type, Param: e.Param, Message: e.Message}
-		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Error(), Failure: execution.UpstreamFailure(ue)})
+		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Message, Failure: execution.UpstreamFailure(ue)})
 		return nil
 	}
 	emit.Emit(execution.RunEvent{Type: execution.EventTypeStart, Model: req.Model})
