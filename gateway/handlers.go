@@ -25,6 +25,9 @@ func (g *Gateway) handle(s *surface.Surface) echo.HandlerFunc {
 		if e != nil {
 			return writeError(c, e)
 		}
+		if sreq.Answer != nil {
+			return g.answer(c, sreq)
+		}
 		return g.serve(c, sreq)
 	}
 }

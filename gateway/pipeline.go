@@ -103,6 +103,21 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	return nil
 }
 
+// answer serves a request the runtime answers itself (Request.Answer):
+// admitted and recorded as every request, dispatched nowhere.
+func (g *Gateway) answer(c echo.Context, sreq *streamgate.Request) error {
+	a := access(c)
+	a.RequestID, a.Model = sreq.RequestID, sreq.Model
+	sreq.ResponseHeader = http.Header{}
+	adm, e := g.admit(c, a, sreq)
+	if e != nil {
+		return g.notAdmitted(c, a, sreq, e)
+	}
+	defer adm.End(nil, false)
+	g.served(c, a, sreq, streamgate.Answer(g.genOf(c).sg, sreq, c.Response()))
+	return nil
+}
+
 // The steps before and after serving are apart from serve, whose frame is
 // under every held stream's wait (a shallow stack stays small).
 

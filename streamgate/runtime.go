@@ -133,8 +133,8 @@ type Request struct {
 	// Continuation.
 	Prefill bool
 	// Answer, when set, is the request's whole answer (200, JSON), which
-	// the runtime writes without dispatching anything: a request that asks
-	// a provider for nothing (an Ollama load).
+	// Answer writes without dispatching anything: a request that asks a
+	// provider for nothing (an Ollama load).
 	Answer []byte
 }
 
@@ -166,13 +166,20 @@ func Serve(ctx context.Context, cfg *Config, req *Request, w http.ResponseWriter
 	resp.extra = req.ResponseHeader
 	rt := &runtime{cfg: cfg, req: req, resp: resp, obs: newRecoveryObserver(cfg.Log, cfg.Metrics),
 		start: time.Now()}
-	if req.Answer != nil {
-		_ = resp.respond(http.StatusOK, rt.head("application/json; charset=utf-8"), req.Answer)
-		return rt.summary()
-	}
 	end := cfg.Budget.Begin()
 	defer end()
 	rt.run(ctx)
+	return rt.summary()
+}
+
+// Answer writes a request's own answer (Request.Answer), which nothing
+// is dispatched for, and says what it came to. It is apart from Serve,
+// whose frame is under every held stream's wait (TestHeldStreamStack).
+func Answer(cfg *Config, req *Request, w http.ResponseWriter) *Summary {
+	resp := newResponder(w, cfg.WriteTimeout)
+	resp.extra = req.ResponseHeader
+	rt := &runtime{cfg: cfg, req: req, resp: resp, start: time.Now()}
+	_ = resp.respond(http.StatusOK, rt.head("application/json; charset=utf-8"), req.Answer)
 	return rt.summary()
 }
 
