@@ -29,6 +29,7 @@ import (
 
 	"github.com/iopgw/iop/gateway/fleet"
 	"github.com/iopgw/iop/gateway/pool"
+	"github.com/iopgw/iop/gateway/stored"
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/slogx"
 	"github.com/iopgw/iop/internal/tracing"
@@ -68,7 +69,8 @@ type Gateway struct {
 	metrics *edgeMetrics
 	reloads *prometheus.CounterVec
 	corsMW  corsState
-	tenants *tenancy.Tenants // per-key limits and usage
+	tenants *tenancy.Tenants  // per-key limits and usage
+	stored  *stored.Responses // where stored responses are kept
 	// adminFails throttles failed admin authentications per address;
 	// adminLog logs them, sampled.
 	adminFails tenancy.FailLimiter
@@ -107,7 +109,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	if cfg.EdgeID == "" {
 		cfg.EdgeID, _ = os.Hostname()
 	}
-	g := &Gateway{opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}}
+	g := &Gateway{opts: opts, log: opts.Log, reg: opts.Registry, started: time.Now(), listeners: map[string]net.Addr{}, stored: stored.New(0)}
 	cfg.resolvePolicies()
 	g.gen.Store(&generation{n: 1, cfg: &cfg})
 	g.drain, g.drainNow = context.WithCancel(context.Background())

@@ -114,6 +114,7 @@ func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call
 	if s.Native {
 		sreq.Work.Native = &execution.CommandRequest{Command: execution.CommandOllamaAPI, Method: http.MethodPost, Path: s.Path, Body: body, RunID: runID}
 	}
+	g.stored.Pin(sreq, call.Echo.PreviousResponseID, access(c).KeyID)
 	base := sreq.Work
 	sreq.RebuildForModel = func(m string) (streamgate.Work, error) { return forModel(base, m) }
 	return sreq

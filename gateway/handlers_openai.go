@@ -78,3 +78,14 @@ func (g *Gateway) getModel(c echo.Context) error {
 	}
 	return writeError(c, openai.ModelNotFound(id))
 }
+
+// storedResponse serves a request naming a stored response (retrieve,
+// delete, cancel, input items) on the provider that keeps it.
+func (g *Gateway) storedResponse(c echo.Context) error {
+	sreq, e := g.stored.Request(c.Request(), c.Param("id"), access(c).KeyID)
+	if e != nil {
+		return writeError(c, e)
+	}
+	sreq.RequestID = access(c).RequestID
+	return g.serve(c, sreq)
+}

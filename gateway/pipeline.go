@@ -134,6 +134,7 @@ func (g *Gateway) notAdmitted(c echo.Context, a *accessInfo, sreq *streamgate.Re
 // access log's summary and the model's statistics.
 func (g *Gateway) served(c echo.Context, a *accessInfo, sreq *streamgate.Request, sum *streamgate.Summary) {
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
+	g.stored.Settle(a.KeyID, sreq, sum)
 	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, *sum)
 	a.Sum = sum
 	if g.knownName(sreq.Model) {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/gateway/stored"
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/bodyio"
 	"github.com/iopgw/iop/internal/httphdr"
@@ -33,6 +34,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	}
 	e.GET("/v1/models", g.listModels)
 	e.GET("/v1/models/:model", g.getModel)
+	stored.Routes(e, g.storedResponse)
 
 	e.GET("/", g.ollamaRoot)
 	e.HEAD("/", g.ollamaRoot)

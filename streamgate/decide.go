@@ -210,7 +210,7 @@ func (rt *runtime) route(class FailureClass, pol RetryPolicy, o outcome, dreq *D
 
 // others counts the model's eligible providers outside failed.
 func (rt *runtime) others(dreq *DispatchRequest, failed []string) int {
-	return rt.candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed, Prefill: dreq.Prefill}).Alternates
+	return rt.candidates(DispatchRequest{Model: dreq.Model, Need: dreq.Need, Work: dreq.Work, Exclude: failed, Prefill: dreq.Prefill, Pin: dreq.Pin}).Alternates
 }
 
 // policy is the retry policy of model.

@@ -130,6 +130,9 @@ type DispatchRequest struct {
 	// Prefill asks for a provider that continues an assistant prefill:
 	// the attempt resumes a committed stream.
 	Prefill bool
+	// Pin, when set, is the only provider that may serve the request:
+	// the one that keeps the state it names.
+	Pin string
 }
 
 // Candidates describes who could serve a dispatch right now, ignoring

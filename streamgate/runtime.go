@@ -132,6 +132,13 @@ type Request struct {
 	// provider that continues one (DispatchRequest.Prefill); its Run is a
 	// Continuation.
 	Prefill bool
+	// Pin, when set, is the only provider (edge id) that may serve the
+	// request: the one keeping the stored response it names. A pinned
+	// request has no fallback models.
+	Pin string
+	// Uncharged: what answers the request is not usage (a stored
+	// response retrieved); nothing is charged or estimated.
+	Uncharged bool
 	// Answer, when set, is the request's whole answer (200, JSON), which
 	// Answer writes without dispatching anything: a request that asks a
 	// provider for nothing (an Ollama load).
@@ -154,6 +161,9 @@ type Summary struct {
 	// UsageEstimated: the upstream reported no usage and Usage is the
 	// runtime's estimate of what was delivered (see EstimateUsage).
 	UsageEstimated bool
+	// ResponseID is the id of a Responses API answer an upstream gave
+	// (passed through; "" for any other answer): where it is stored.
+	ResponseID string
 }
 
 // Serve runs one request to its end, writing the response to w, and
@@ -186,6 +196,9 @@ func Answer(cfg *Config, req *Request, w http.ResponseWriter) *Summary {
 // summary settles the request's usage and says what it came to.
 func (rt *runtime) summary() *Summary {
 	rt.settleUsage()
+	if rt.req.Uncharged {
+		rt.sum.Usage, rt.sum.UsageEstimated = nil, false
+	}
 	rt.sum.Attempts = rt.attempts
 	if at := rt.resp.committedAt(); !at.IsZero() {
 		rt.sum.FirstByte = at.Sub(rt.start)
@@ -225,7 +238,7 @@ type runtime struct {
 func (rt *runtime) run(ctx context.Context) {
 	rt.models = append([]string(nil), rt.req.Fallbacks...)
 	dreq := &rt.dreq // in rt: run's frame is under every attempt's wait
-	dreq.Model, dreq.Need, dreq.Work, dreq.Prefill = rt.req.Model, rt.req.Need, rt.req.Work, rt.req.Prefill
+	dreq.Model, dreq.Need, dreq.Work, dreq.Prefill, dreq.Pin = rt.req.Model, rt.req.Need, rt.req.Work, rt.req.Prefill, rt.req.Pin
 	defer rt.endBudget()
 	for {
 		att, err := rt.dispatch(ctx, dreq)
@@ -308,7 +321,7 @@ func (rt *runtime) fallback(dreq *DispatchRequest) bool {
 		// Exclusion is per (provider, model): a provider that failed the
 		// previous model may serve this one (rt.avoid still binds stall
 		// evidence and providers that could not be reached).
-		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work, Prefill: rt.req.Prefill}
+		next := DispatchRequest{Model: model, Need: dreq.Need, Work: work, Prefill: rt.req.Prefill, Pin: rt.req.Pin}
 		if !rt.servable(next) {
 			continue // nothing serves it now: the next one
 		}

@@ -219,6 +219,9 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 				u = eventstream.BodyUsage(t.buf)
 			}
 			rt.sum.Usage = observed(u, rt.sum.Usage)
+			if rt.req.Surface == surface.Responses {
+				rt.sum.ResponseID = eventstream.BodyResponseID(t.buf)
+			}
 		}
 		if t.reshape != nil {
 			t.status, t.header, t.buf = t.reshape(t.status, t.header, t.buf)
@@ -237,7 +240,7 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		}
 	case tunnelStream:
 		t.obs.Close()
-		rt.sum.Usage = observed(t.obs.Usage, rt.sum.Usage)
+		rt.sum.Usage, rt.sum.ResponseID = observed(t.obs.Usage, rt.sum.Usage), t.obs.ResponseID
 		if !t.decided && t.obs.FirstIsError {
 			return &outcome{kind: outUpstream, upstream: t.obs.Err}
 		}
@@ -273,7 +276,7 @@ func (ar *attemptRun) endedBeforeLoss() *outcome {
 	if t == nil || t.mode != tunnelStream || t.obs == nil || !t.obs.Ended || t.obs.Err != nil || t.status >= 300 {
 		return nil
 	}
-	rt.sum.Usage = observed(t.obs.Usage, rt.sum.Usage)
+	rt.sum.Usage, rt.sum.ResponseID = observed(t.obs.Usage, rt.sum.Usage), t.obs.ResponseID
 	held := t.buf
 	t.buf, t.decided = nil, true
 	if err := ar.finishOut(held); err != nil {

@@ -177,3 +177,19 @@ func BenchmarkEstimateLargePrompt(b *testing.B) {
 		})
 	}
 }
+
+// TestUnchargedIsNotCharged: a request whose answer is not usage (a
+// stored response retrieved) is charged nothing, whether its upstream
+// reported usage or not.
+func TestUnchargedIsNotCharged(t *testing.T) {
+	reported := complete()
+	reported.Event.Usage = &execution.TokenUsage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}
+	for _, items := range [][]Item{{delta("hello there"), complete()}, {delta("hello there"), reported}} {
+		d := &fakeDispatcher{attempts: []*fakeAttempt{{provider: "n/a", items: items}}}
+		cfg := Config{Dispatcher: d, Metrics: testMetrics}.WithDefaults()
+		sum := Serve(t.Context(), &cfg, &Request{Surface: surface.Chat, Stream: true, Model: "m", PromptEstimate: 7, Uncharged: true}, httptest.NewRecorder())
+		if sum.Usage != nil || sum.UsageEstimated || sum.Outcome != "ok" {
+			t.Fatalf("charged %+v (%s)", sum.Usage, sum.Outcome)
+		}
+	}
+}

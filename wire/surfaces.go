@@ -45,8 +45,16 @@ var tunnelPaths = map[string]string{
 }
 
 // SurfaceOfPath names the surface of a tunnelled OpenAI request path (""
-// for any other path).
+// for any other path); the paths naming a stored response
+// (/v1/responses/{id}, its cancel and input items) are the Responses
+// API's.
 func SurfaceOfPath(path string) string {
 	path, _, _ = strings.Cut(path, "?")
-	return tunnelPaths[path]
+	if s, ok := tunnelPaths[path]; ok {
+		return s
+	}
+	if strings.HasPrefix(path, "/v1/responses/") {
+		return SurfaceResponses
+	}
+	return ""
 }

@@ -81,6 +81,9 @@ type Observer struct {
 	// Output is the generated output the stream carried (for an estimate
 	// of its usage when it reports none).
 	Output Output
+	// ResponseID is a Responses stream's response id (its events'
+	// response.id); "" when none was seen or it was implausibly long.
+	ResponseID string
 
 	open openChoices      // chat: choice indexes, and which lack a finish_reason yet
 	msgs msgsUsage        // anthropic: usage of message_start, updated by message_delta
@@ -349,6 +352,9 @@ func (o *Observer) responses(ev Event) {
 	}
 	if u := e.Get("response", "usage"); present(u) {
 		o.Usage = usageOf(u)
+	}
+	if o.ResponseID == "" {
+		o.ResponseID = responseID(e.GetStringBytes("response", "id"))
 	}
 	o.Output.event(responsesOutput(typ, e))
 	switch typ {

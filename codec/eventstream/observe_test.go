@@ -1,6 +1,9 @@
 package eventstream
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestObservedChatTerminal: a Chat stream is done when [DONE] arrives or
 // every choice it carried has a finish_reason; an error event ends it as
@@ -44,5 +47,46 @@ func TestObservedChatTerminal(t *testing.T) {
 				t.Errorf("%d malformed", o.Malformed)
 			}
 		})
+	}
+}
+
+// TestObservedResponseID: a Responses stream's response id is its
+// events' response.id — the first seen, in any framing (spaced JSON,
+// CRLF, comments, split across reads) — and a whole answer's is its
+// top-level id when it is a response object; an implausibly long id is
+// none.
+func TestObservedResponseID(t *testing.T) {
+	long := `"resp_` + strings.Repeat("x", 300) + `"`
+	for _, tc := range []struct{ name, stream, id string }{
+		{"created then completed", "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n" +
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"}}\n\n", "resp_1"},
+		{"spaced, CRLF, a comment", ": keep-alive\r\n\r\nevent: response.created\r\ndata: { \"type\" : \"response.created\" , \"response\" : { \"id\" : \"resp_2\" } }\r\n\r\n", "resp_2"},
+		{"the first id counts", "data: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_3\"}}\n\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_other\"}}\n\n", "resp_3"},
+		{"no response member", "data: {\"type\":\"response.output_text.delta\",\"delta\":\"resp_4\"}\n\n", ""},
+		{"an id that is no string", "data: {\"type\":\"response.created\",\"response\":{\"id\":5}}\n\n", ""},
+		{"too long", "data: {\"type\":\"response.created\",\"response\":{\"id\":" + long + "}}\n\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewObserver(DialectResponses, FormatSSE)
+			for i := 0; i < len(tc.stream); i += 7 {
+				o.Feed([]byte(tc.stream[i:min(i+7, len(tc.stream))]))
+			}
+			o.Close()
+			if o.ResponseID != tc.id {
+				t.Errorf("ResponseID %q, want %q", o.ResponseID, tc.id)
+			}
+		})
+	}
+	for body, id := range map[string]string{
+		`{"id":"resp_5","object":"response","status":"completed"}`:   "resp_5",
+		`{ "object" : "response" , "id" : "resp_6" }`:                "resp_6",
+		`{"id":"resp_7","object":"response.deleted","deleted":true}`: "",
+		`{"object":"list","data":[{"id":"msg_1"}]}`:                  "",
+		`{"id":` + long + `,"object":"response"}`:                    "",
+		`not json`: "",
+	} {
+		if got := BodyResponseID([]byte(body)); got != id {
+			t.Errorf("BodyResponseID(%s) = %q, want %q", body, got, id)
+		}
 	}
 }

@@ -72,6 +72,28 @@ func BodyUsageOutput(body []byte) (u *execution.TokenUsage, o Output) {
 	return u, o
 }
 
+// BodyResponseID is the id of a Responses API answer (a JSON object of
+// object "response"); "" for any other body, or an implausibly long id.
+func BodyResponseID(body []byte) (id string) {
+	ParseWhole(body, func(v *fastjson.Value, err error) {
+		if err == nil && v.Type() == fastjson.TypeObject && string(v.GetStringBytes("object")) == "response" {
+			id = responseID(v.GetStringBytes("id"))
+		}
+	})
+	return id
+}
+
+// maxResponseID bounds the response ids the edge keeps (OpenAI's are
+// about 50 bytes).
+const maxResponseID = 256
+
+func responseID(b []byte) string {
+	if len(b) > maxResponseID {
+		return ""
+	}
+	return string(b)
+}
+
 func valueUsage(v *fastjson.Value) *execution.TokenUsage {
 	if w := v.Get("usage"); present(w) {
 		return usageOf(w)

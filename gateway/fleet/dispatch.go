@@ -91,7 +91,7 @@ func (d *Dispatcher) Candidates(req streamgate.DispatchRequest) streamgate.Candi
 // pool's, with this generation's aliases and queue settings.
 func (d *Dispatcher) poolRequest(req streamgate.DispatchRequest) pool.ProviderPoolDispatchRequest {
 	r := pool.ProviderPoolDispatchRequest{Model: req.Model, Need: req.Need, Surface: surfaceOf(req.Work),
-		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill}
+		AvoidProviderID: req.AvoidProviderID, AllowAvoidedProviderFallback: req.AllowAvoidedProviderFallback, Exclude: req.Exclude, Prefill: req.Prefill, Pin: req.Pin}
 	r.Aliases, r.Queue = d.Aliases, d.Queue
 	return r
 }

@@ -33,7 +33,7 @@ func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, a
 	out = p.scratch.eligible[:0]
 	defer func() { p.scratch.eligible = out }()
 	for _, pp := range p.routableLocked(req.Model, req.Need, req.Surface, p.aliasesOf(req)) {
-		if slices.Contains(req.Exclude, pp.key.ID()) || (req.Prefill && !continues(pp.ad, req.Surface)) {
+		if slices.Contains(req.Exclude, pp.key.ID()) || (req.Prefill && !continues(pp.ad, req.Surface)) || (req.Pin != "" && pp.key.ID() != req.Pin) {
 			continue
 		}
 		if req.AvoidProviderID != "" && pp.key.ID() == req.AvoidProviderID {

@@ -37,6 +37,9 @@ type ProviderPoolDispatchRequest struct {
 	// (a resumed stream, an Anthropic client's prefill): declared
 	// prefill, or a native upstream of the request's surface.
 	Prefill bool
+	// Pin, when set, is the only provider (edge id) that may be selected:
+	// the one that keeps state the request names (a stored response).
+	Pin string
 	// Aliases and Queue are the request's configuration generation's alias
 	// targets and queue settings (nil: the pool's own, the running
 	// configuration's), so a request queued or retried across a reload

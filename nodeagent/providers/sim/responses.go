@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/iopgw/iop/codec/openai"
@@ -89,4 +91,12 @@ func responsesLogprobsRefusal(body []byte) *openai.Error {
 		return openai.InvalidRequest("include", "iop-sim makes no log probabilities: leave message.output_text.logprobs out of include.")
 	}
 	return nil
+}
+
+// storedNotFound answers a request naming a stored response (retrieve,
+// delete, cancel, input items): the sim stores none, so none is found.
+func storedNotFound(path string) *openai.Error {
+	id, _, _ := strings.Cut(strings.TrimPrefix(path, "/v1/responses/"), "/")
+	return &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
+		Message: "Response with id '" + id[:min(len(id), 64)] + "' not found: iop-sim stores no response (its answers say store false)."}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,29 @@ func TestTunnelCompletions(t *testing.T) {
 	}
 	if status != http.StatusOK || text != "hiYou said: hi. " {
 		t.Errorf("stream: %d %q: %s", status, text, body)
+	}
+}
+
+// TestTunnelStoredResponseNotFound: the sim stores no response, so a
+// request naming one — retrieve, delete, cancel, input items — is the
+// not-found of a server that does not have it.
+func TestTunnelStoredResponseNotFound(t *testing.T) {
+	p := New(Config{})
+	for _, r := range []struct{ method, path string }{{http.MethodGet, "/v1/responses/resp_1"}, {http.MethodDelete, "/v1/responses/resp_1"},
+		{http.MethodPost, "/v1/responses/resp_1/cancel"}, {http.MethodGet, "/v1/responses/resp_1/input_items?limit=5"}} {
+		var status int
+		var body bytes.Buffer
+		em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
+			if f.Type == execution.FrameTypeResponseStart {
+				status = f.Status
+			}
+			body.Write(f.Body)
+		})
+		if err := p.Tunnel(t.Context(), &execution.ProviderTunnelRequest{Method: r.method, Path: r.path}, em); err != nil {
+			t.Fatal(err)
+		}
+		if v := decodeAnswer(t, body.Bytes()); status != http.StatusNotFound || !strings.HasPrefix(v.Error.Message, "Response with id 'resp_1' not found") {
+			t.Errorf("%s %s: %d %s", r.method, r.path, status, body.Bytes())
+		}
 	}
 }
