@@ -79,8 +79,7 @@ func (g *Gateway) getModel(c echo.Context) error {
 	return writeError(c, openai.ModelNotFound(id))
 }
 
-// storedResponse serves a request naming a stored response (retrieve,
-// delete, cancel, input items) on the provider that keeps it.
+// storedResponse serves a request naming a stored response where it is kept.
 func (g *Gateway) storedResponse(c echo.Context) error {
 	sreq, e := g.stored.Request(c.Request(), c.Param("id"), access(c).KeyID)
 	if e != nil {

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/ids"
 	"github.com/iopgw/iop/streamgate"
 )
@@ -79,12 +80,9 @@ func (g *Gateway) confOf(c echo.Context) *Config { return g.genOf(c).cfg }
 // serve runs a request through the runtime and records its summary for
 // the access log.
 func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
-	a := access(c)
-	a.RequestID, a.Model = sreq.RequestID, sreq.Model
-	sreq.ResponseHeader = http.Header{}
-	adm, e := g.admit(c, a, sreq)
-	if e != nil {
-		return g.notAdmitted(c, a, sreq, e)
+	a, adm, err := g.begin(c, sreq)
+	if adm == nil {
+		return err
 	}
 	a.FallbacksSkipped = g.allowedFallbacks(a.KeyID, sreq)
 	gen := g.genOf(c)
@@ -103,15 +101,11 @@ func (g *Gateway) serve(c echo.Context, sreq *streamgate.Request) error {
 	return nil
 }
 
-// answer serves a request the runtime answers itself (Request.Answer):
-// admitted and recorded as every request, dispatched nowhere.
+// answer serves a request answered by the runtime itself, dispatched nowhere.
 func (g *Gateway) answer(c echo.Context, sreq *streamgate.Request) error {
-	a := access(c)
-	a.RequestID, a.Model = sreq.RequestID, sreq.Model
-	sreq.ResponseHeader = http.Header{}
-	adm, e := g.admit(c, a, sreq)
-	if e != nil {
-		return g.notAdmitted(c, a, sreq, e)
+	a, adm, err := g.begin(c, sreq)
+	if adm == nil {
+		return err
 	}
 	defer adm.End(nil, false)
 	g.served(c, a, sreq, streamgate.Answer(g.genOf(c).sg, sreq, c.Response()))
@@ -120,6 +114,18 @@ func (g *Gateway) answer(c echo.Context, sreq *streamgate.Request) error {
 
 // The steps before and after serving are apart from serve, whose frame is
 // under every held stream's wait (a shallow stack stays small).
+
+// begin names and admits a request; a nil admission: refused, answered (err).
+func (g *Gateway) begin(c echo.Context, sreq *streamgate.Request) (*accessInfo, *tenancy.Admission, error) {
+	a := access(c)
+	a.RequestID, a.Model = sreq.RequestID, sreq.Model
+	sreq.ResponseHeader = http.Header{}
+	adm, e := g.admit(c, a, sreq)
+	if e != nil {
+		return a, nil, g.notAdmitted(c, a, sreq, e)
+	}
+	return a, adm, nil
+}
 
 // notAdmitted answers a request admission refused with e.
 func (g *Gateway) notAdmitted(c echo.Context, a *accessInfo, sreq *streamgate.Request, e *openai.Error) error {
