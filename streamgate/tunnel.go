@@ -212,16 +212,13 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	case tunnelBuffer:
 		if strings.Contains(strings.ToLower(t.header.Get("Content-Type")), "json") {
 			var u *execution.TokenUsage
-			if t.reshape == nil { // the client gets this body: its output is read from the same parse
-				u, t.output = eventstream.BodyUsageOutput(t.buf)
+			if t.reshape == nil { // the client gets this body: its output (and id) are read from the same parse
+				u, t.output, rt.sum.ResponseID = eventstream.BodyUsageOutput(t.buf)
 				t.outputRead = true
 			} else {
 				u = eventstream.BodyUsage(t.buf)
 			}
 			rt.sum.Usage = observed(u, rt.sum.Usage)
-			if rt.req.Surface == surface.Responses {
-				rt.sum.ResponseID = eventstream.BodyResponseID(t.buf)
-			}
 		}
 		if t.reshape != nil {
 			t.status, t.header, t.buf = t.reshape(t.status, t.header, t.buf)

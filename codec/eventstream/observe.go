@@ -354,7 +354,7 @@ func (o *Observer) responses(ev Event) {
 		o.Usage = usageOf(u)
 	}
 	if o.ResponseID == "" {
-		o.ResponseID = responseID(e.GetStringBytes("response", "id"))
+		o.ResponseID = boundedID(e.GetStringBytes("response", "id"))
 	}
 	o.Output.event(responsesOutput(typ, e))
 	switch typ {

@@ -62,32 +62,25 @@ func BodyUsage(body []byte) (u *execution.TokenUsage) {
 }
 
 // BodyUsageOutput is BodyUsage and BodyOutput of the same body, from one
-// parse.
-func BodyUsageOutput(body []byte) (u *execution.TokenUsage, o Output) {
+// parse, and the id of a Responses API answer (a JSON object of object
+// "response"; "" for any other body, or an implausibly long id).
+func BodyUsageOutput(body []byte) (u *execution.TokenUsage, o Output, responseID string) {
 	ParseWhole(body, func(v *fastjson.Value, err error) {
 		if err == nil && v.Type() == fastjson.TypeObject {
 			u, o = valueUsage(v), valueOutput(v)
+			if string(v.GetStringBytes("object")) == "response" {
+				responseID = boundedID(v.GetStringBytes("id"))
+			}
 		}
 	})
-	return u, o
-}
-
-// BodyResponseID is the id of a Responses API answer (a JSON object of
-// object "response"); "" for any other body, or an implausibly long id.
-func BodyResponseID(body []byte) (id string) {
-	ParseWhole(body, func(v *fastjson.Value, err error) {
-		if err == nil && v.Type() == fastjson.TypeObject && string(v.GetStringBytes("object")) == "response" {
-			id = responseID(v.GetStringBytes("id"))
-		}
-	})
-	return id
+	return u, o, responseID
 }
 
 // maxResponseID bounds the response ids the edge keeps (OpenAI's are
 // about 50 bytes).
 const maxResponseID = 256
 
-func responseID(b []byte) string {
+func boundedID(b []byte) string {
 	if len(b) > maxResponseID {
 		return ""
 	}

@@ -107,7 +107,7 @@ func TestBodyUsageOutputOneParse(t *testing.T) {
 		`{"object":"list","data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":2,"total_tokens":2}}`,
 		`{"choices":[]}`, `[1,2]`, `not json`, ``,
 	} {
-		u, o := BodyUsageOutput([]byte(body))
+		u, o, _ := BodyUsageOutput([]byte(body))
 		wu, wo := BodyUsage([]byte(body)), BodyOutput([]byte(body))
 		if !reflect.DeepEqual(u, wu) || o != wo {
 			t.Errorf("%s: %+v %+v, want %+v %+v", body, u, o, wu, wo)
