@@ -53,7 +53,7 @@ func (l *Lease) Tunnels(surface string) bool {
 
 // passesThrough is Lease.Tunnels of a provider's advertisement.
 func passesThrough(supportsTunnel bool, path string, surfaces []string, surface string) bool {
-	if !supportsTunnel || surface == "" {
+	if !supportsTunnel {
 		return false
 	}
 	switch path {

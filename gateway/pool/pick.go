@@ -54,7 +54,7 @@ func (p *Pool) eligibleLocked(req ProviderPoolDispatchRequest) (out []*pooled, a
 // Messages prefill on a messages upstream). A request with no surface
 // (a resumed stream's continuation) runs translated.
 func continues(ad *wire.ProviderAdvertisement, surface string) bool {
-	return ad.GetPrefill() || passesThrough(ad.GetSupportsTunnel(), ad.GetExecutionPath(), ad.GetSurfaces(), surface)
+	return ad.GetPrefill() || surface != "" && passesThrough(ad.GetSupportsTunnel(), ad.GetExecutionPath(), ad.GetSurfaces(), surface)
 }
 
 // pickLocked selects among eligible providers with a free slot for model:
