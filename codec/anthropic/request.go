@@ -103,7 +103,7 @@ func decode(body []byte, needMax bool) (*Request, *Error) {
 		run.Messages = append(run.Messages, msgs...)
 	}
 	r.Run = run
-	if last := run.Messages[len(run.Messages)-1]; last.Role == "assistant" && len(last.ToolCalls) == 0 {
+	if n := len(run.Messages); n > 0 && run.Messages[n-1].Role == "assistant" && len(run.Messages[n-1].ToolCalls) == 0 {
 		r.Prefill = true
 	}
 	return r, nil
