@@ -57,6 +57,19 @@ type Stream struct {
 	blocks    int                   // content blocks started
 	open      string                // the kind of the open block ("" when none)
 	tool      int                   // the upstream index of the open tool block
+	// StopSequence is the stop sequence that ended the answer, when its
+	// finish reason is stop_sequence.
+	StopSequence string
+}
+
+// stopSequence is the stop_sequence member of an answer that finished
+// as finish: the sequence, when a stop sequence ended it and the
+// renderer was told which (an upstream of Chat does not say).
+func stopSequence(finish, seq string) any {
+	if finish != "stop_sequence" || seq == "" {
+		return nil
+	}
+	return seq
 }
 
 // NewStream returns a stream renderer for one answer.
@@ -147,7 +160,8 @@ func (s *Stream) Append(dst []byte, ev execution.RunEvent) []byte {
 	case execution.EventTypeComplete:
 		dst = s.ping(s.closeBlock(s.begin(dst)))
 		dst = event(dst, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": StopReason(ev.FinishReason), "stop_sequence": nil}, "usage": usageOf(ev.Usage)})
+			"delta": map[string]any{"stop_reason": StopReason(ev.FinishReason), "stop_sequence": stopSequence(ev.FinishReason, s.StopSequence)},
+			"usage": usageOf(ev.Usage)})
 		return event(dst, "message_stop", map[string]any{"type": "message_stop"})
 	}
 	return dst
@@ -162,6 +176,9 @@ type Accumulator struct {
 	tools     map[int]int     // upstream tool index → content block
 	finish    string
 	usage     *execution.TokenUsage
+	// StopSequence is the stop sequence that ended the answer, when its
+	// finish reason is stop_sequence.
+	StopSequence string
 }
 
 // NewAccumulator returns an accumulator for one answer.
@@ -234,6 +251,6 @@ func (a *Accumulator) Body() []byte {
 		content = append(content, b)
 	}
 	b, _ := json.Marshal(map[string]any{"id": a.ID, "type": "message", "role": "assistant", "model": a.Model,
-		"content": content, "stop_reason": StopReason(a.finish), "stop_sequence": nil, "usage": usageOf(a.usage)})
+		"content": content, "stop_reason": StopReason(a.finish), "stop_sequence": stopSequence(a.finish, a.StopSequence), "usage": usageOf(a.usage)})
 	return b
 }

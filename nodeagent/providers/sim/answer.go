@@ -19,6 +19,7 @@ type answer struct {
 	toolID       string
 	toolArgs     []string // argument fragments
 	finish       string
+	stopSeq      string // the stop sequence the answer ended before ("" when none)
 	promptTokens int64
 }
 
@@ -92,7 +93,7 @@ func (p *Provider) composeFor(msgs []execution.Message, params execution.Generat
 		a.tokens = chunks(structured, 16)
 		return a.limited(p.cfg.MaxTokens, params.MaxTokens)
 	}
-	a.tokens = stopAt(tokenize(text), params.Stop)
+	a.tokens, a.stopSeq = stopAt(tokenize(text), params.Stop)
 	return a.limited(p.cfg.MaxTokens, params.MaxTokens)
 }
 
@@ -110,17 +111,17 @@ func (a answer) limited(limit int, asked *int64) answer {
 
 // stopAt ends tokens where the first of the stop sequences begins, as
 // a server honouring `stop` does: the text before it, without it (a
-// token it begins in is cut there).
-func stopAt(tokens []string, stop []string) []string {
+// token it begins in is cut there), and the sequence.
+func stopAt(tokens []string, stop []string) ([]string, string) {
 	full := strings.Join(tokens, "")
-	end := len(full)
+	end, matched := len(full), ""
 	for _, s := range stop {
 		if i := strings.Index(full, s); s != "" && i >= 0 && i < end {
-			end = i
+			end, matched = i, s
 		}
 	}
-	if end == len(full) {
-		return tokens
+	if matched == "" {
+		return tokens, ""
 	}
 	var out []string
 	for _, t := range tokens {
@@ -133,7 +134,7 @@ func stopAt(tokens []string, stop []string) []string {
 		out = append(out, t)
 		end -= len(t)
 	}
-	return out
+	return out, matched
 }
 
 func (a answer) steps() int {

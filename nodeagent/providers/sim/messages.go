@@ -26,12 +26,23 @@ func (p *Provider) tunnelMessages(ctx context.Context, req *execution.ProviderTu
 	}
 	r.Run.Continuation = r.Prefill // continued, as the API does, not answered
 	id := anthropic.NewMessageID()
+	// A stop sequence ends the answer as the API reports it: stop_reason
+	// stop_sequence, naming the sequence.
+	stop := p.compose(r.Run).stopSeq
+	finished := func(ev execution.RunEvent) execution.RunEvent {
+		if ev.Type == execution.EventTypeComplete && stop != "" && ev.FinishReason == "stop" {
+			ev.FinishReason = "stop_sequence"
+		}
+		return ev
+	}
 	if r.Stream {
 		s := anthropic.NewStream(id, r.Model)
-		return p.tunnelStream(ctx, r.Run, emit, respondMessagesError, s.Append)
+		s.StopSequence = stop
+		return p.tunnelStream(ctx, r.Run, emit, respondMessagesError, func(dst []byte, ev execution.RunEvent) []byte { return s.Append(dst, finished(ev)) })
 	}
 	acc := anthropic.NewAccumulator(id, r.Model)
-	return p.tunnelJSON(ctx, r.Run, emit, respondMessagesError, acc.Add, acc.Body)
+	acc.StopSequence = stop
+	return p.tunnelJSON(ctx, r.Run, emit, respondMessagesError, func(ev execution.RunEvent) { acc.Add(finished(ev)) }, acc.Body)
 }
 
 // thinks reports whether a Messages request asks for extended thinking,

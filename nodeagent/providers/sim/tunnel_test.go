@@ -218,3 +218,42 @@ func TestTunnelStoredResponseNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelMessagesStopSequence: a stop sequence ends the sim's Messages
+// answer as the API reports it — stop_reason stop_sequence, naming the
+// sequence — in a JSON answer and in the stream's message_delta.
+func TestTunnelMessagesStopSequence(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	const req = `{"model":"m","max_tokens":64,"stop_sequences":["nowhere","comes"],"messages":[{"role":"user","content":"hi"}]`
+	_, body := tunnel(t, p, "/v1/messages", req+`}`)
+	var m struct {
+		Content      []struct{ Text string }
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil || len(m.Content) != 1 || m.Content[0].Text != "You said: hi. This answer " ||
+		m.StopReason != "stop_sequence" || m.StopSequence == nil || *m.StopSequence != "comes" {
+		t.Errorf("JSON: %s", body)
+	}
+	_, body = tunnel(t, p, "/v1/messages", req+`,"stream":true}`)
+	var delta struct {
+		Delta struct {
+			StopReason   string  `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		}
+	}
+	for _, ev := range bytes.Split(body, []byte("\n\n")) {
+		if d, ok := bytes.CutPrefix(ev, []byte("event: message_delta\ndata: ")); ok {
+			_ = json.Unmarshal(d, &delta)
+		}
+	}
+	if delta.Delta.StopReason != "stop_sequence" || delta.Delta.StopSequence == nil || *delta.Delta.StopSequence != "comes" {
+		t.Errorf("stream: %s", body)
+	}
+	// Without a stop sequence met: end_turn and no sequence.
+	_, body = tunnel(t, p, "/v1/messages", `{"model":"m","max_tokens":64,"stop_sequences":["nowhere"],"messages":[{"role":"user","content":"hi"}]}`)
+	m.StopSequence = nil
+	if err := json.Unmarshal(body, &m); err != nil || m.StopReason != "end_turn" || m.StopSequence != nil {
+		t.Errorf("no stop met: %s", body)
+	}
+}
