@@ -8,6 +8,7 @@ import (
 
 	"github.com/iopgw/iop/codec/anthropic"
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/internal/ids"
 )
 
 // starting reports whether the edge is still waiting for its nodes: within
@@ -66,7 +67,7 @@ func (g *Gateway) listModels(c echo.Context) error {
 // getModel serves GET /v1/models/{model} (in Anthropic's shape to an
 // Anthropic client).
 func (g *Gateway) getModel(c echo.Context) error {
-	id := c.Param("model")
+	id := ids.PathParam(c.Param("model"))
 	for _, m := range g.modelNames(c) {
 		switch {
 		case m != id:
@@ -81,7 +82,7 @@ func (g *Gateway) getModel(c echo.Context) error {
 
 // storedResponse serves a request naming a stored response where it is kept.
 func (g *Gateway) storedResponse(c echo.Context) error {
-	sreq, e := g.stored.Request(c.Request(), c.Param("id"), access(c).KeyID)
+	sreq, e := g.stored.Request(c.Request(), ids.PathParam(c.Param("id")), access(c).KeyID)
 	if e != nil {
 		return writeError(c, e)
 	}

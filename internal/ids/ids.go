@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 	"strings"
 )
 
@@ -42,4 +43,14 @@ func Clip(s string) string {
 func Hash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// PathParam is an identifier a client sent as a URL path segment, its
+// percent-encoding undone (the official SDKs encode a model name's "/" as
+// %2F); the segment as it came when it does not decode.
+func PathParam(segment string) string {
+	if s, err := url.PathUnescape(segment); err == nil {
+		return s
+	}
+	return segment
 }
