@@ -113,12 +113,12 @@ func Routes(e *echo.Echo, h echo.HandlerFunc) {
 	e.GET("/v1/responses/:id/input_items", h)
 }
 
-// Request is the runtime request of r, a request naming stored response
-// id on one of the Routes, made with owner's key: tunnelled as it came
-// (method, path and query) to the provider that keeps the response, and
-// charged nothing. A response unknown to the edge (for that key) is a
-// 404.
-func (rs *Responses) Request(r *http.Request, id, owner string) (*streamgate.Request, *openai.Error) {
+// Request is the runtime request (of gateway request id requestID) of
+// r, a request naming stored response id on one of the Routes, made with
+// owner's key: tunnelled as it came (method, path and query) to the
+// provider that keeps the response, and charged nothing. A response
+// unknown to the edge (for that key) is a 404.
+func (rs *Responses) Request(r *http.Request, id, owner, requestID string) (*streamgate.Request, *openai.Error) {
 	e, ok := rs.Lookup(id, owner)
 	if !ok {
 		return nil, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
@@ -126,7 +126,7 @@ func (rs *Responses) Request(r *http.Request, id, owner string) (*streamgate.Req
 	}
 	t := &execution.ProviderTunnelRequest{RunID: ids.NewWith("run_"), Model: e.Model, Method: r.Method, Path: r.URL.RequestURI(),
 		Header: httphdr.ForUpstream(r.Header, httphdr.CredentialScoped...)}
-	return &streamgate.Request{Surface: surface.Responses, Model: e.Model, Need: streamgate.NeedTunnel, Pin: e.Provider, Uncharged: true,
+	return &streamgate.Request{Surface: surface.Responses, Model: e.Model, Need: streamgate.NeedTunnel, Pin: e.Provider, Uncharged: true, RequestID: requestID,
 		Stream: r.URL.Query().Get("stream") == "true", Work: streamgate.Work{Tunnel: t}}, nil
 }
 

@@ -46,7 +46,7 @@ func TestRememberLookupForget(t *testing.T) {
 // model only).
 func TestRequestSettleAndPin(t *testing.T) {
 	r := New(0)
-	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_x", nil), "resp_x", ""); e == nil || e.Status != http.StatusNotFound {
+	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_x", nil), "resp_x", "", "req_1"); e == nil || e.Status != http.StatusNotFound {
 		t.Fatalf("unknown: %v", e)
 	}
 	made := &streamgate.Request{Surface: surface.Responses, Model: "m"}
@@ -56,12 +56,12 @@ func TestRequestSettleAndPin(t *testing.T) {
 	if r.Len() != 1 {
 		t.Fatalf("%d remembered, want only the completed Responses answer", r.Len())
 	}
-	sreq, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1/input_items?limit=2", nil), "resp_1", "team")
-	if e != nil || sreq.Pin != "n/p" || !sreq.Uncharged || sreq.Model != "m" || sreq.Work.Tunnel.Path != "/v1/responses/resp_1/input_items?limit=2" ||
+	sreq, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1/input_items?limit=2", nil), "resp_1", "team", "req_2")
+	if e != nil || sreq.RequestID != "req_2" || sreq.Pin != "n/p" || !sreq.Uncharged || sreq.Model != "m" || sreq.Work.Tunnel.Path != "/v1/responses/resp_1/input_items?limit=2" ||
 		sreq.Work.Tunnel.Method != http.MethodGet || sreq.Stream || sreq.Surface != surface.Responses {
 		t.Fatalf("request: %+v %v", sreq, e)
 	}
-	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1", nil), "resp_1", "other"); e == nil || e.Status != http.StatusNotFound {
+	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1", nil), "resp_1", "other", "req_3"); e == nil || e.Status != http.StatusNotFound {
 		t.Fatalf("another key: %v", e)
 	}
 
@@ -77,7 +77,7 @@ func TestRequestSettleAndPin(t *testing.T) {
 		}
 	}
 
-	del, _ := r.Request(httptest.NewRequest(http.MethodDelete, "/v1/responses/resp_1", nil), "resp_1", "team")
+	del, _ := r.Request(httptest.NewRequest(http.MethodDelete, "/v1/responses/resp_1", nil), "resp_1", "team", "req_4")
 	r.Settle("team", del, &streamgate.Summary{Outcome: "ok", Provider: "n/p"})
 	if r.Len() != 0 {
 		t.Fatal("a deleted response is still remembered")
