@@ -29,9 +29,9 @@ func (p *Provider) tunnelModerations(req *execution.ProviderTunnelRequest, emit 
 	if err := json.Unmarshal(req.Body, &r); err != nil {
 		return respondError(emit, openai.InvalidRequest("", "We could not parse the JSON body of your request: %v", err))
 	}
-	inputs, err := embeddingInputs(r.Input)
-	if len(r.Input) == 0 || err != nil || len(inputs) == 0 {
-		return respondError(emit, openai.InvalidRequest("input", "input must be a string or an array of strings"))
+	inputs, e := moderationInputs(r.Input)
+	if e != nil {
+		return respondError(emit, e)
 	}
 	type result struct {
 		Flagged        bool               `json:"flagged"`
@@ -52,6 +52,31 @@ func (p *Provider) tunnelModerations(req *execution.ProviderTunnelRequest, emit 
 		out.Results = append(out.Results, res)
 	}
 	return respondJSON(emit, out, nil)
+}
+
+// moderationInputs reads a moderation's input: a string or an array of
+// strings (a result each), or an array of content parts (one result for
+// them all) of which the sim judges text only — an image part is
+// refused, not judged unseen.
+func moderationInputs(raw json.RawMessage) ([]string, *openai.Error) {
+	if inputs, err := embeddingInputs(raw); len(raw) > 0 && err == nil && len(inputs) > 0 {
+		return inputs, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+		return nil, openai.InvalidRequest("input", "input must be a string, an array of strings, or an array of text and image_url parts")
+	}
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p.Type != "text" {
+			return nil, openai.InvalidRequest("input", "iop-sim moderates text only: it cannot judge a %q part.", p.Type)
+		}
+		texts = append(texts, p.Text)
+	}
+	return []string{strings.Join(texts, "\n")}, nil
 }
 
 // simImagePNG is a 1×1 PNG: the sim's every generated image.

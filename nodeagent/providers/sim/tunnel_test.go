@@ -257,3 +257,29 @@ func TestTunnelMessagesStopSequence(t *testing.T) {
 		t.Errorf("no stop met: %s", body)
 	}
 }
+
+// TestTunnelModerationInputs: a moderation of a string or of strings gets
+// a result each; one of text parts (omni-moderation's multimodal form)
+// one result for them all; an image part, which the sim cannot judge, a
+// 400 naming input.
+func TestTunnelModerationInputs(t *testing.T) {
+	p := New(Config{})
+	for body, results := range map[string]int{
+		`{"model":"m","input":"a"}`:                                                     1,
+		`{"model":"m","input":["a","b","c"]}`:                                           3,
+		`{"model":"m","input":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`: 1,
+		`{"model":"m","input":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}}]}`: 0,
+		`{"model":"m","input":[]}`: 0,
+		`{"model":"m","input":7}`:  0,
+	} {
+		status, b := tunnel(t, p, "/v1/moderations", body)
+		var v struct {
+			Results []json.RawMessage
+			Error   struct{ Param string }
+		}
+		if err := json.Unmarshal(b, &v); err != nil || len(v.Results) != results || (results == 0) != (status == http.StatusBadRequest) ||
+			(results == 0 && v.Error.Param != "input") {
+			t.Errorf("%s: %d %s, want %d results", body, status, b, results)
+		}
+	}
+}
