@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	stdpng "image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,9 +33,10 @@ func (n named) Filename() string    { return n.name }
 func (n named) ContentType() string { return "application/octet-stream" }
 
 // TestMediaWithTheOpenAISDK drives the multipart and binary endpoints
-// through iop with the official openai-go SDK: a transcription (JSON and
-// text), a translation, speech (WAV bytes streamed through), and an image
-// edit; a model whose providers do not declare the audio surface is a
+// through iop with the official openai-go SDK: a transcription (JSON,
+// text, and verbose JSON timed from the WAV's header), a translation,
+// speech (WAV bytes streamed through), and an image edit of the number and
+// size asked; a model whose providers do not declare the audio surface is a
 // 404 naming it, and a request that is not multipart a 400.
 func TestMediaWithTheOpenAISDK(t *testing.T) {
 	c := e2e.Start(t, e2e.Options{}, func(*e2e.Cluster) []e2e.NodeSpec {
@@ -76,13 +78,28 @@ func TestMediaWithTheOpenAISDK(t *testing.T) {
 		t.Fatalf("speech: %s, %d bytes", sp.Header.Get("Content-Type"), len(wav))
 	}
 
+	// verbose_json: the duration read from the WAV header (the speech
+	// above is 2,400 bytes at 48,000 a second), one segment spanning it.
+	vt, err := client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(wav), "hello.wav"}, Model: "iop-sim",
+		ResponseFormat: openai.AudioResponseFormatVerboseJSON, TimestampGranularities: []string{"segment"}})
+	if v := vt.AsTranscriptionVerbose(); err != nil || v.Duration != 0.05 || len(v.Segments) != 1 || v.Segments[0].End != 0.05 {
+		t.Fatalf("verbose transcription: %+v %v", v, err)
+	}
+	_, err = client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(wav), "hello.wav"}, Model: "iop-sim",
+		ResponseFormat: openai.AudioResponseFormatVerboseJSON, TimestampGranularities: []string{"word"}})
+	if apiErr := (*openai.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "timestamp_granularities" {
+		t.Fatalf("word timestamps the sim cannot give: %v", err)
+	}
+
 	img, err := client.Images.Edit(ctx, openai.ImageEditParams{Image: openai.ImageEditParamsImageUnion{OfFile: named{bytes.NewReader([]byte("PNG")), "in.png"}},
-		Prompt: "make it blue", Model: "iop-sim"})
-	if err != nil || len(img.Data) != 1 {
+		Prompt: "make it blue", Model: "iop-sim", N: openai.Int(2), Size: openai.ImageEditParamsSize256x256})
+	if err != nil || len(img.Data) != 2 {
 		t.Fatalf("image edit: %+v %v", img, err)
 	}
-	if png, err := base64.StdEncoding.DecodeString(img.Data[0].B64JSON); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+	if png, err := base64.StdEncoding.DecodeString(img.Data[1].B64JSON); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("image edit answer is not a PNG: %v", err)
+	} else if cfg, err := stdpng.DecodeConfig(bytes.NewReader(png)); err != nil || cfg.Width != 256 || cfg.Height != 256 {
+		t.Fatalf("image edit answer is not the size asked: %+v %v", cfg, err)
 	}
 
 	_, err = client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{File: named{bytes.NewReader(audio), "a.wav"}, Model: "chat-only"})

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
@@ -77,45 +76,6 @@ func moderationInputs(raw json.RawMessage) ([]string, *openai.Error) {
 		texts = append(texts, p.Text)
 	}
 	return []string{strings.Join(texts, "\n")}, nil
-}
-
-// simImagePNG is a 1×1 PNG: the sim's every generated image.
-const simImagePNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-
-// tunnelImages answers POST /v1/images/generations with n copies of a
-// 1×1 PNG as b64_json (the sim hosts no URLs).
-func (p *Provider) tunnelImages(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
-	var r struct {
-		Prompt         string `json:"prompt"`
-		N              *int   `json:"n"`
-		ResponseFormat string `json:"response_format"`
-	}
-	if err := json.Unmarshal(req.Body, &r); err != nil {
-		return respondError(emit, openai.InvalidRequest("", "We could not parse the JSON body of your request: %v", err))
-	}
-	n := 1
-	switch {
-	case r.Prompt == "":
-		return respondError(emit, openai.InvalidRequest("prompt", "prompt is required"))
-	case r.ResponseFormat == "url":
-		return respondError(emit, openai.InvalidRequest("response_format", "the sim returns images as b64_json only"))
-	case r.N != nil && (*r.N < 1 || *r.N > 10):
-		return respondError(emit, openai.InvalidRequest("n", "n must be between 1 and 10"))
-	case r.N != nil:
-		n = *r.N
-	}
-	type image struct {
-		B64JSON       string `json:"b64_json"`
-		RevisedPrompt string `json:"revised_prompt"`
-	}
-	out := struct {
-		Created int64   `json:"created"`
-		Data    []image `json:"data"`
-	}{Created: time.Now().Unix()}
-	for range n {
-		out.Data = append(out.Data, image{B64JSON: simImagePNG, RevisedPrompt: r.Prompt})
-	}
-	return respondJSON(emit, out, nil)
 }
 
 // tunnelRerank answers POST /v1/rerank: documents scored by the share of

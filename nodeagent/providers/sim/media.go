@@ -9,20 +9,26 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 )
 
-// form reads a multipart request's fields, and the size and name of its
-// file part (the bytes themselves are only counted).
+// form reads a multipart request's fields, and the name, size and first
+// bytes of its file part (the rest is only counted).
 type form struct {
-	fields   map[string]string
+	fields   url.Values
 	file     string
 	fileSize int
+	fileHead []byte // up to fileHeadSize bytes
 }
+
+// fileHeadSize is how much of a file part the sim keeps: enough for an
+// audio file's header.
+const fileHeadSize = 4096
 
 func readForm(req *execution.ProviderTunnelRequest) (*form, *openai.Error) {
 	ct := http.Header(req.Header).Get("Content-Type")
@@ -30,7 +36,7 @@ func readForm(req *execution.ProviderTunnelRequest) (*form, *openai.Error) {
 	if err != nil || !strings.HasPrefix(mt, "multipart/") || params["boundary"] == "" {
 		return nil, openai.InvalidRequest("", "The request must be multipart/form-data (got %q).", ct)
 	}
-	f := &form{fields: map[string]string{}}
+	f := &form{fields: url.Values{}}
 	r := multipart.NewReader(bytes.NewReader(req.Body), params["boundary"])
 	for {
 		part, err := r.NextPart()
@@ -41,13 +47,44 @@ func readForm(req *execution.ProviderTunnelRequest) (*form, *openai.Error) {
 			return nil, openai.InvalidRequest("", "The multipart body could not be read: %v.", err)
 		}
 		if part.FileName() != "" {
-			n, _ := io.Copy(io.Discard, part)
-			f.file, f.fileSize = part.FileName(), int(n)
+			head := make([]byte, fileHeadSize)
+			k, _ := io.ReadFull(part, head)
+			rest, _ := io.Copy(io.Discard, part)
+			f.file, f.fileSize, f.fileHead = part.FileName(), k+int(rest), head[:k]
 			continue
 		}
 		v, _ := io.ReadAll(io.LimitReader(part, 1<<16))
-		f.fields[part.FormName()] = string(v)
+		f.fields.Add(part.FormName(), string(v))
 	}
+}
+
+// wavSeconds is how long a WAV file's audio lasts, from its header (in
+// head, the file's first bytes): the data chunk's length over the format's
+// bytes a second. ok is false when head holds no such header.
+func wavSeconds(head []byte, size int) (seconds float64, ok bool) {
+	if len(head) < 12 || string(head[:4]) != "RIFF" || string(head[8:12]) != "WAVE" {
+		return 0, false
+	}
+	byteRate := 0
+	for off := 12; off+8 <= len(head); {
+		id, n, body := string(head[off:off+4]), int(binary.LittleEndian.Uint32(head[off+4:])), off+8
+		switch id {
+		case "fmt ":
+			if body+12 > len(head) {
+				return 0, false
+			}
+			byteRate = int(binary.LittleEndian.Uint32(head[body+8:]))
+		case "data":
+			if byteRate == 0 {
+				return 0, false
+			}
+			// A recorder that could not seek back writes a length it
+			// did not know yet: the file's end bounds it.
+			return float64(min(n, size-body)) / float64(byteRate), true
+		}
+		off = body + n + n&1
+	}
+	return 0, false
 }
 
 // tunnelTranscription answers /v1/audio/transcriptions and
@@ -63,7 +100,7 @@ func (p *Provider) tunnelTranscription(req *execution.ProviderTunnelRequest, emi
 		return respondError(emit, openai.InvalidRequest("file", "file is required"))
 	}
 	text := fmt.Sprintf("iop-sim heard %d bytes of audio in %s.", f.fileSize, f.file)
-	if f.fields["stream"] == "true" {
+	if f.fields.Get("stream") == "true" {
 		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: http.StatusOK, Header: header("text/event-stream")})
 		for _, tok := range tokenize(text) {
 			b, _ := json.Marshal(map[string]string{"type": "transcript.text.delta", "delta": tok})
@@ -74,11 +111,11 @@ func (p *Provider) tunnelTranscription(req *execution.ProviderTunnelRequest, emi
 		emit.Emit(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd})
 		return nil
 	}
-	switch format := f.fields["response_format"]; format {
+	switch format := f.fields.Get("response_format"); format {
 	case "", "json":
 		return respondJSON(emit, map[string]string{"text": text}, nil)
 	case "verbose_json":
-		return respondJSON(emit, map[string]any{"task": "transcribe", "language": "english", "duration": 0.1, "text": text}, nil)
+		return verboseTranscription(req, f, text, emit)
 	case "text":
 		return respondBytes(emit, "text/plain; charset=utf-8", []byte(text+"\n"))
 	default:
@@ -86,7 +123,27 @@ func (p *Provider) tunnelTranscription(req *execution.ProviderTunnelRequest, emi
 	}
 }
 
-// tunnelSpeech answers /v1/audio/speech with a tenth of a second of
+// verboseTranscription answers response_format verbose_json: the text as
+// one segment lasting the whole audio, which the sim can time only when it
+// is WAV; it times no words, and refuses a request for their timing.
+func verboseTranscription(req *execution.ProviderTunnelRequest, f *form, text string, emit *execution.FrameEmitter) error {
+	if slices.Contains(f.fields["timestamp_granularities[]"], "word") || slices.Contains(f.fields["timestamp_granularities"], "word") {
+		return respondError(emit, openai.InvalidRequest("timestamp_granularities", "iop-sim does not time words: ask for segment timestamps only"))
+	}
+	seconds, ok := wavSeconds(f.fileHead, f.fileSize)
+	if !ok {
+		return respondError(emit, openai.InvalidRequest("response_format", "iop-sim times WAV audio only, and %s is not WAV: ask for json or text", f.file))
+	}
+	task := "transcribe"
+	if path, _, _ := strings.Cut(req.Path, "?"); strings.HasSuffix(path, "/translations") {
+		task = "translate"
+	}
+	segment := map[string]any{"id": 0, "seek": 0, "start": 0, "end": seconds, "text": text}
+	return respondJSON(emit, map[string]any{"task": task, "language": "english", "duration": seconds, "text": text,
+		"segments": []any{segment}}, nil)
+}
+
+// tunnelSpeech answers /v1/audio/speech with 50 ms of
 // silence: a WAV file (the default here) or raw PCM — the formats the sim
 // can make; others are refused rather than mislabelled.
 func (p *Provider) tunnelSpeech(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
@@ -127,22 +184,6 @@ func silentWAV(rate, n int) []byte {
 	w(uint32(n))
 	b.Write(make([]byte, n))
 	return b.Bytes()
-}
-
-// tunnelImageEdits answers /v1/images/edits (multipart) as generations
-// are answered: n copies of the 1×1 PNG.
-func (p *Provider) tunnelImageEdits(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
-	f, e := readForm(req)
-	if e != nil {
-		return respondError(emit, e)
-	}
-	if f.file == "" {
-		return respondError(emit, openai.InvalidRequest("image", "image is required"))
-	}
-	if f.fields["prompt"] == "" {
-		return respondError(emit, openai.InvalidRequest("prompt", "prompt is required"))
-	}
-	return respondJSON(emit, map[string]any{"created": time.Now().Unix(), "data": []map[string]string{{"b64_json": simImagePNG}}}, nil)
 }
 
 // respondBytes answers 200 with body as contentType, in chunks as an
