@@ -148,9 +148,11 @@ func verboseTranscription(req *execution.ProviderTunnelRequest, f *form, text st
 // can make; others are refused rather than mislabelled.
 func (p *Provider) tunnelSpeech(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
 	var r struct {
-		Input          string `json:"input"`
-		Voice          string `json:"voice"`
-		ResponseFormat string `json:"response_format"`
+		Input          string          `json:"input"`
+		Voice          json.RawMessage `json:"voice"` // a name, or a custom voice's {"id": ...}
+		ResponseFormat string          `json:"response_format"`
+		StreamFormat   string          `json:"stream_format"`
+		Speed          *float64        `json:"speed"`
 	}
 	if err := json.Unmarshal(req.Body, &r); err != nil {
 		return respondError(emit, openai.InvalidRequest("", "We could not parse the JSON body of your request: %v", err))
@@ -158,6 +160,13 @@ func (p *Provider) tunnelSpeech(req *execution.ProviderTunnelRequest, emit *exec
 	switch {
 	case r.Input == "":
 		return respondError(emit, openai.InvalidRequest("input", "input is required"))
+	case len(r.Voice) == 0 || string(r.Voice) == "null" || string(r.Voice) == `""`:
+		return respondError(emit, openai.InvalidRequest("voice", "voice is required"))
+	case r.Speed != nil && (*r.Speed < 0.25 || *r.Speed > 4):
+		return respondError(emit, openai.InvalidRequest("speed", "speed must be between 0.25 and 4.0"))
+	case r.StreamFormat != "" && r.StreamFormat != "audio":
+		// Not answered with audio bytes a client reading events cannot use.
+		return respondError(emit, openai.InvalidRequest("stream_format", "iop-sim answers speech as audio bytes only, not %q events", r.StreamFormat))
 	case r.ResponseFormat == "pcm":
 		return respondBytes(emit, "audio/pcm", make([]byte, 2400))
 	case r.ResponseFormat == "" || r.ResponseFormat == "wav":

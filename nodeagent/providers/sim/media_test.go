@@ -162,3 +162,28 @@ func TestTunnelImagesAsAsked(t *testing.T) {
 		t.Fatalf("edit as url: %d %s", status, body)
 	}
 }
+
+// TestTunnelSpeechRefusals: what OpenAI refuses (no voice, a speed out of
+// range) and what the sim cannot give (events instead of audio bytes, an
+// encoding it cannot make) are 400s naming the field; a custom voice
+// ({"id": ...}) is a voice.
+func TestTunnelSpeechRefusals(t *testing.T) {
+	p := New(Config{})
+	for _, tc := range []struct{ body, param string }{
+		{`{"input":"hi"}`, "voice"},
+		{`{"input":"hi","voice":""}`, "voice"},
+		{`{"input":"hi","voice":"alloy","speed":5}`, "speed"},
+		{`{"input":"hi","voice":"alloy","stream_format":"sse"}`, "stream_format"},
+		{`{"input":"hi","voice":"alloy","response_format":"mp3"}`, "response_format"},
+	} {
+		status, body := tunnel(t, p, "/v1/audio/speech", tc.body)
+		if v := decodeAnswer(t, body); status != 400 || v.Error.Param != tc.param {
+			t.Fatalf("%s: %d %s", tc.body, status, body)
+		}
+	}
+	for _, body := range []string{`{"input":"hi","voice":{"id":"voice_123"},"speed":1.5,"stream_format":"audio"}`, `{"input":"hi","voice":"alloy"}`} {
+		if status, wav := tunnel(t, p, "/v1/audio/speech", body); status != 200 || string(wav[:4]) != "RIFF" {
+			t.Fatalf("%s: %d %q", body, status, wav)
+		}
+	}
+}
