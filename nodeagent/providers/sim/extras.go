@@ -79,13 +79,16 @@ func moderationInputs(raw json.RawMessage) ([]string, *openai.Error) {
 }
 
 // tunnelRerank answers POST /v1/rerank: documents scored by the share of
-// the query's words they contain, best first (top_n of them).
+// the query's words they contain, best first (top_n of them; all for 0
+// or none), with their text unless return_documents is false.
 func (p *Provider) tunnelRerank(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
 	var r struct {
 		Model     string   `json:"model"`
 		Query     string   `json:"query"`
 		Documents []string `json:"documents"`
 		TopN      *int     `json:"top_n"`
+		// ReturnDocuments false leaves each result's document out.
+		ReturnDocuments *bool `json:"return_documents"`
 	}
 	if err := json.Unmarshal(req.Body, &r); err != nil {
 		return respondError(emit, openai.InvalidRequest("", "query must be a string and documents an array of strings: %v", err))
@@ -96,7 +99,7 @@ func (p *Provider) tunnelRerank(req *execution.ProviderTunnelRequest, emit *exec
 	type result struct {
 		Index          int            `json:"index"`
 		RelevanceScore float64        `json:"relevance_score"`
-		Document       map[string]any `json:"document"`
+		Document       map[string]any `json:"document,omitempty"`
 	}
 	words := strings.Fields(strings.ToLower(r.Query))
 	results := make([]result, len(r.Documents))
@@ -109,7 +112,10 @@ func (p *Provider) tunnelRerank(req *execution.ProviderTunnelRequest, emit *exec
 				hits++
 			}
 		}
-		results[i] = result{Index: i, RelevanceScore: float64(hits) / float64(max(1, len(words))), Document: map[string]any{"text": d}}
+		results[i] = result{Index: i, RelevanceScore: float64(hits) / float64(max(1, len(words)))}
+		if r.ReturnDocuments == nil || *r.ReturnDocuments {
+			results[i].Document = map[string]any{"text": d}
+		}
 		tokens += len(strings.Fields(d))
 	}
 	// Stable: by score, then by index.
@@ -118,7 +124,7 @@ func (p *Provider) tunnelRerank(req *execution.ProviderTunnelRequest, emit *exec
 			results[j], results[j-1] = results[j-1], results[j]
 		}
 	}
-	if r.TopN != nil && *r.TopN >= 0 && *r.TopN < len(results) {
+	if r.TopN != nil && *r.TopN > 0 && *r.TopN < len(results) { // 0, as vLLM reads it: all
 		results = results[:*r.TopN]
 	}
 	id := sha256.Sum256([]byte(r.Query))

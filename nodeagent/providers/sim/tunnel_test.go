@@ -283,3 +283,29 @@ func TestTunnelModerationInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelRerankTopNAndDocuments: top_n 0 is all the documents (vLLM's
+// reading), and return_documents false leaves their text out.
+func TestTunnelRerankTopNAndDocuments(t *testing.T) {
+	p := New(Config{})
+	for _, tc := range []struct {
+		body      string
+		results   int
+		documents bool
+	}{
+		{`{"query":"tea","documents":["coffee","green tea","tea"]}`, 3, true},
+		{`{"query":"tea","documents":["coffee","green tea","tea"],"top_n":0}`, 3, true},
+		{`{"query":"tea","documents":["coffee","green tea","tea"],"top_n":1}`, 1, true},
+		{`{"query":"tea","documents":["coffee","green tea","tea"],"return_documents":false}`, 3, false},
+	} {
+		status, body := tunnel(t, p, "/v1/rerank", tc.body)
+		var v struct {
+			Results []struct {
+				Document *struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(body, &v); err != nil || status != 200 || len(v.Results) != tc.results || (v.Results[0].Document != nil) != tc.documents {
+			t.Fatalf("%s: %d %s", tc.body, status, body)
+		}
+	}
+}
