@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/gateway/ollamameta"
 	"github.com/iopgw/iop/gateway/stored"
 	"github.com/iopgw/iop/gateway/tenancy"
 	"github.com/iopgw/iop/internal/bodyio"
@@ -36,14 +37,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.GET("/v1/models/:model", g.getModel)
 	stored.Routes(e, g.storedResponse)
 
-	e.GET("/", g.ollamaRoot)
-	e.HEAD("/", g.ollamaRoot)
-	e.GET("/api/version", g.ollamaVersion)
-	e.HEAD("/api/version", g.ollamaVersion)
-	e.GET("/api/tags", g.ollamaTags)
-	e.HEAD("/api/tags", g.ollamaTags)
-	e.GET("/api/ps", g.ollamaPS)
-	e.POST("/api/show", g.ollamaShow)
+	(&ollamameta.Server{Models: g.modelNames, ReadBody: g.readBody, WriteError: writeError, Started: g.started}).Routes(e)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapi.Spec) })
 

@@ -1,0 +1,118 @@
+// Package ollamameta answers the Ollama API's routes about models rather
+// than with them — the server check, version, tags, ps and show — from the
+// models the edge serves, without reaching a provider.
+package ollamameta
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/iopgw/iop/codec/ollama"
+	"github.com/iopgw/iop/codec/openai"
+	"github.com/iopgw/iop/internal/ids"
+)
+
+// Version is the Ollama API version iop's /api surface follows.
+const Version = "0.12.0"
+
+// Server answers the routes from the gateway's models.
+type Server struct {
+	// Models are the model names the request's key may use, sorted.
+	Models func(c echo.Context) []string
+	// ReadBody reads a request's body within the gateway's limits.
+	ReadBody func(c echo.Context) ([]byte, *openai.Error)
+	// WriteError writes an error in the request's surface shape.
+	WriteError func(c echo.Context, e *openai.Error) error
+	// Started is when the gateway started: every model's modified_at.
+	Started time.Time
+}
+
+// Routes registers the routes on e.
+func (s *Server) Routes(e *echo.Echo) {
+	e.GET("/", s.root)
+	e.HEAD("/", s.root)
+	e.GET("/api/version", s.version)
+	e.HEAD("/api/version", s.version)
+	e.GET("/api/tags", s.tags)
+	e.HEAD("/api/tags", s.tags)
+	e.GET("/api/ps", s.ps)
+	e.POST("/api/show", s.show)
+}
+
+func (s *Server) root(c echo.Context) error {
+	return c.String(http.StatusOK, "Ollama is running")
+}
+
+func (s *Server) version(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"version": Version})
+}
+
+type model struct {
+	Name       string         `json:"name"`
+	Model      string         `json:"model"`
+	ModifiedAt time.Time      `json:"modified_at"`
+	Size       int64          `json:"size"`
+	Digest     string         `json:"digest"`
+	Details    map[string]any `json:"details"`
+	ExpiresAt  *time.Time     `json:"expires_at,omitempty"`
+	SizeVRAM   *int64         `json:"size_vram,omitempty"`
+}
+
+func (s *Server) models(c echo.Context, ps bool) []model {
+	out := []model{}
+	for _, m := range s.Models(c) {
+		om := model{Name: m, Model: m, ModifiedAt: s.Started.UTC(), Digest: ids.Hash(m)[:12],
+			Details: map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}, "parameter_size": "", "quantization_level": ""}}
+		if ps {
+			exp := time.Now().Add(5 * time.Minute).UTC()
+			zero := int64(0)
+			om.ExpiresAt, om.SizeVRAM = &exp, &zero
+		}
+		out = append(out, om)
+	}
+	return out
+}
+
+func (s *Server) tags(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"models": s.models(c, false)})
+}
+
+func (s *Server) ps(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"models": s.models(c, true)})
+}
+
+func (s *Server) show(c echo.Context) error {
+	body, e := s.ReadBody(c)
+	if e != nil {
+		return s.WriteError(c, e)
+	}
+	var req struct {
+		Model string `json:"model"`
+		Name  string `json:"name"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return s.WriteError(c, openai.InvalidRequest("", "invalid JSON: %v", err))
+	}
+	if req.Model == "" {
+		req.Model = req.Name
+	}
+	if req.Model == "" {
+		return s.WriteError(c, openai.InvalidRequest("model", "model is required"))
+	}
+	for _, m := range s.Models(c) {
+		if m == req.Model {
+			return c.JSON(http.StatusOK, map[string]any{
+				"modelfile": "# served by iop", "parameters": "", "template": "",
+				"details":      map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}},
+				"model_info":   map[string]any{},
+				"capabilities": []string{"completion", "tools"},
+				"modified_at":  s.Started.UTC(),
+			})
+		}
+	}
+	nf := ollama.ModelNotFound(req.Model)
+	return c.JSONBlob(nf.Status, nf.Body())
+}
