@@ -1,11 +1,12 @@
 // Package ollamameta answers the Ollama API's routes about models rather
-// than with them — the server check, version, tags, ps and show — from the
-// models the edge serves, without reaching a provider.
+// than with them — the server check, version, tags, ps, show and pull —
+// from the models the edge serves, without reaching a provider.
 package ollamameta
 
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,7 @@ func (s *Server) Routes(e *echo.Echo) {
 	e.HEAD("/api/tags", s.tags)
 	e.GET("/api/ps", s.ps)
 	e.POST("/api/show", s.show)
+	e.POST("/api/pull", s.pull)
 }
 
 func (s *Server) root(c echo.Context) error {
@@ -85,25 +87,12 @@ func (s *Server) ps(c echo.Context) error {
 }
 
 func (s *Server) show(c echo.Context) error {
-	body, e := s.ReadBody(c)
+	name, _, e := s.modelAsked(c)
 	if e != nil {
 		return s.WriteError(c, e)
 	}
-	var req struct {
-		Model string `json:"model"`
-		Name  string `json:"name"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return s.WriteError(c, openai.InvalidRequest("", "invalid JSON: %v", err))
-	}
-	if req.Model == "" {
-		req.Model = req.Name
-	}
-	if req.Model == "" {
-		return s.WriteError(c, openai.InvalidRequest("model", "model is required"))
-	}
 	for _, m := range s.Models(c) {
-		if m == req.Model {
+		if m == name {
 			return c.JSON(http.StatusOK, map[string]any{
 				"modelfile": "# served by iop", "parameters": "", "template": "",
 				"details":      map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}},
@@ -113,6 +102,50 @@ func (s *Server) show(c echo.Context) error {
 			})
 		}
 	}
-	nf := ollama.ModelNotFound(req.Model)
+	nf := ollama.ModelNotFound(name)
 	return c.JSONBlob(nf.Status, nf.Body())
+}
+
+// modelAsked is the model a request body names (model, or the older
+// name), with the body's stream flag (nil when absent).
+func (s *Server) modelAsked(c echo.Context) (string, *bool, *openai.Error) {
+	body, e := s.ReadBody(c)
+	if e != nil {
+		return "", nil, e
+	}
+	var req struct {
+		Model  string `json:"model"`
+		Name   string `json:"name"`
+		Stream *bool  `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return "", nil, openai.InvalidRequest("", "invalid JSON: %v", err)
+	}
+	if req.Model == "" {
+		req.Model = req.Name
+	}
+	if req.Model == "" {
+		return "", nil, openai.InvalidRequest("model", "model is required")
+	}
+	return req.Model, req.Stream, nil
+}
+
+// pull answers /api/pull (`ollama pull`, a client's "download model"): a
+// model the key may use is served by the gateway's providers already, so
+// the answer is Ollama's for a model it has, "success" — one NDJSON line,
+// or one JSON object with stream false — with no progress made up. iop
+// does not pull models onto its nodes: any other model is a 404 saying so.
+func (s *Server) pull(c echo.Context) error {
+	name, stream, e := s.modelAsked(c)
+	if e != nil {
+		return s.WriteError(c, e)
+	}
+	if !slices.Contains(s.Models(c), name) {
+		nf := &ollama.Error{Status: http.StatusNotFound, Message: "model '" + ids.Clip(name) + "' is not served by this gateway, and iop does not pull models: pull it with the Ollama next to a node, or add it to a provider's models"}
+		return c.JSONBlob(nf.Status, nf.Body())
+	}
+	if stream != nil && !*stream {
+		return c.JSON(http.StatusOK, map[string]string{"status": "success"})
+	}
+	return c.Blob(http.StatusOK, "application/x-ndjson", []byte(`{"status":"success"}`+"\n"))
 }

@@ -67,7 +67,8 @@ async function openaiScenario(pkg) {
 
 async function ollamaScenario() {
   const { Ollama } = await import("ollama");
-  const client = new Ollama({ host: baseURL });
+  const key = process.env.IOP_KEY;
+  const client = new Ollama({ host: baseURL, ...(key ? { headers: { Authorization: `Bearer ${key}` } } : {}) });
   const [kind, model] = scenario.split(":");
   const out = outcome({});
   try {
@@ -108,6 +109,14 @@ async function ollamaScenario() {
         out.text = `${r.done}|${r.done_reason}|${r.message.role}|${r.message.content}|${r.model}`;
         return out;
       }
+      // `ollama pull`: progress lines, the last "success".
+      case "pull":
+        for await (const part of await client.pull({ model, stream: true })) {
+          out.chunks++;
+          out.text += (out.text ? "," : "") + part.status;
+        }
+        return out;
+      case "pull-json": out.text = (await client.pull({ model })).status; out.chunks = 1; return out;
       case "tags": out.text = (await client.list()).models.map((m) => m.name).sort().join(","); return out;
       case "ps": out.chunks = (await client.ps()).models.length; return out;
       case "version": out.text = (await client.version()).version ? "has-version" : ""; return out;
