@@ -31,22 +31,8 @@ func tunnelForm(t *testing.T, path string, fields map[string][]string, file stri
 		_, _ = fw.Write(content)
 	}
 	_ = w.Close()
-	var status int
-	var out bytes.Buffer
-	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
-		switch f.Type {
-		case execution.FrameTypeResponseStart:
-			status = f.Status
-		case execution.FrameTypeBody:
-			out.Write(f.Body)
-		}
-	})
-	req := &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: path, Body: body.Bytes(),
-		Header: map[string][]string{"Content-Type": {w.FormDataContentType()}}}
-	if err := New(Config{}).Tunnel(t.Context(), req, em); err != nil {
-		t.Fatal(err)
-	}
-	return status, out.Bytes()
+	return tunnelRequest(t, New(Config{}), &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: path, Body: body.Bytes(),
+		Header: map[string][]string{"Content-Type": {w.FormDataContentType()}}})
 }
 
 // TestTunnelVerboseTranscription: verbose_json times a WAV file's audio

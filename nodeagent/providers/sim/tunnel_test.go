@@ -15,6 +15,13 @@ import (
 // and body.
 func tunnel(t *testing.T, p *Provider, path, body string) (int, []byte) {
 	t.Helper()
+	return tunnelRequest(t, p, &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: path, Body: []byte(body)})
+}
+
+// tunnelRequest sends req to the sim and returns the answer's status and
+// body.
+func tunnelRequest(t *testing.T, p *Provider, req *execution.ProviderTunnelRequest) (int, []byte) {
+	t.Helper()
 	var status int
 	var out bytes.Buffer
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
@@ -25,7 +32,6 @@ func tunnel(t *testing.T, p *Provider, path, body string) (int, []byte) {
 			out.Write(f.Body)
 		}
 	})
-	req := &execution.ProviderTunnelRequest{Method: http.MethodPost, Path: path, Body: []byte(body)}
 	if err := p.Tunnel(t.Context(), req, em); err != nil {
 		t.Fatal(err)
 	}
