@@ -307,18 +307,22 @@ func embedReshape(req ollama.EmbedRequest, start time.Time) func(int, http.Heade
 // translationRefusal says why a request cannot take the translated path
 // to a provider of a given adapter: terr, when the request could not be
 // translated into a Chat body (OpenAI-compatible upstreams); for an
-// Ollama-native upstream, also what its neutral form lost or a Chat field
-// Ollama cannot honour.
+// adapter that reads the neutral form (Ollama, the sim) rather than the
+// Chat body, also what that form lost; for an Ollama-native upstream, a
+// Chat field Ollama cannot honour.
 func translationRefusal(terr, neutral *openai.Error, chatBody []byte) func(adapter string) *openai.Error {
 	return func(adapter string) *openai.Error {
 		if terr != nil {
 			return terr
 		}
-		if adapter != "ollama" {
-			return nil
+		if adapter == "openai" {
+			return nil // it gets the Chat body itself
 		}
 		if neutral != nil {
 			return neutral
+		}
+		if adapter != "ollama" {
+			return nil
 		}
 		if f := ollama.ChatRefusal(chatBody); f != "" {
 			return openai.InvalidRequest(f, "'%s' cannot be used with this model: its provider (Ollama) has no equivalent.", f)

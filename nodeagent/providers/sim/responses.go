@@ -22,7 +22,7 @@ func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderT
 	if e != nil {
 		return respondError(emit, e)
 	}
-	if e := cmp.Or(statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body)); e != nil {
+	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body)); e != nil {
 		return respondError(emit, e)
 	}
 	run := r.RunRequest()

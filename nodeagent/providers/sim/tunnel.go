@@ -48,6 +48,9 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		if e != nil {
 			return respondError(emit, e)
 		}
+		if r.Neutral != nil { // a content part the sim cannot read, not answered as if absent
+			return respondError(emit, r.Neutral)
+		}
 		if r.N > 1 { // refused, not answered with fewer choices than asked
 			return respondError(emit, openai.InvalidRequest("n", "iop-sim makes one choice a request: n must be 1"))
 		}

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// TestContentPartsAProviderCannotRead: a content part the provider-neutral
+// form cannot carry (audio, a file) reaches an OpenAI-compatible upstream
+// unchanged on the translated path, and is refused with a 400 naming it
+// by a provider that reads only the neutral form — the sim on either path,
+// a native Ollama upstream — rather than answered as if the client had not
+// sent it.
+func TestContentPartsAProviderCannotRead(t *testing.T) {
+	c := Start(t, Options{}, func(c *Cluster) []NodeSpec {
+		simN, simT := Sim("sim-n", nodeagent.SimConfig{}), Sim("sim-t", nodeagent.SimConfig{})
+		simN.Models, simN.Path = []string{"sim-normalized"}, nodeagent.PathNormalized
+		simT.Models, simT.Path = []string{"sim-tunnel"}, nodeagent.PathTunnel
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{simN, simT,
+			c.WallProvider("w-ollama", "ollama", "", "ollama-native"), c.WallProvider("w-openai", "openai", nodeagent.PathNormalized, "openai-normalized")}}}
+	})
+	client := oai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	audio := oai.UserMessage([]oai.ChatCompletionContentPartUnionParam{oai.TextContentPart("what is said?"),
+		oai.InputAudioContentPart(oai.ChatCompletionContentPartInputAudioInputAudioParam{Data: "AAAA", Format: "wav"})})
+	for _, model := range []string{"sim-normalized", "sim-tunnel", "ollama-native"} {
+		_, err := client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{Model: model, Messages: []oai.ChatCompletionMessageParamUnion{audio}})
+		var apiErr *oai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "messages[0].content[1].type" {
+			t.Errorf("%s: audio in a chat: %v", model, err)
+		}
+	}
+	if n := len(c.Wall.AttemptsFor("ollama-native")); n != 0 {
+		t.Errorf("the Ollama upstream got %d requests it cannot read", n)
+	}
+	r, err := client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{Model: "openai-normalized", Messages: []oai.ChatCompletionMessageParamUnion{audio}})
+	if err != nil || len(r.Choices) != 1 {
+		t.Fatalf("an OpenAI-compatible upstream on the translated path: %v", err)
+	}
+	if at := c.Wall.AttemptsFor("openai-normalized"); len(at) != 1 || !bytes.Contains(at[0].Body, []byte(`"input_audio":{"data":"AAAA","format":"wav"}`)) {
+		t.Errorf("the upstream did not get the audio part: %d attempts", len(at))
+	}
+
+	file := responses.ResponseNewParams{Model: "sim-normalized", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+		responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+			responses.ResponseInputContentParamOfInputText("summarise"),
+			{OfInputFile: &responses.ResponseInputFileParam{FileData: oai.String("data:application/pdf;base64,AAAA"), Filename: oai.String("a.pdf")}},
+		}, responses.EasyInputMessageRoleUser)}}}
+	for _, model := range []string{"sim-normalized", "sim-tunnel"} {
+		file.Model = model
+		_, err := client.Responses.New(t.Context(), file)
+		var apiErr *oai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input[0].content" {
+			t.Errorf("%s: a file in a response request: %v", model, err)
+		}
+	}
+}
