@@ -114,3 +114,22 @@ func TestErrorShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNamesWhatTheNeutralFormLost: a block the neutral form cannot
+// carry is named (the first of them); text, images with data or a URL,
+// tool blocks and earlier turns' thinking are carried or left out as the
+// API leaves them.
+func TestDecodeNamesWhatTheNeutralFormLost(t *testing.T) {
+	for content, lost := range map[string]string{
+		`"hi"`: "",
+		`[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]`: "",
+		`[{"type":"thinking","thinking":"t","signature":"s"},{"type":"redacted_thinking","data":"d"},{"type":"text","text":"hi"}]`:                                                          "",
+		`[{"type":"text","text":"hi"},{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"AA=="}},{"type":"search_result"}]`:                                "messages.0.content.1: a document block",
+		`[{"type":"image","source":{"type":"file","file_id":"file_1"}}]`:                                                                                                                    "messages.0.content.0: an image by file id",
+	} {
+		r, e := Decode([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":` + content + `}]}`))
+		if e != nil || r.Lost != lost {
+			t.Errorf("%s: lost %q, want %q (%v)", content, r.Lost, lost, e)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -22,6 +23,11 @@ type Request struct {
 	// Prefill: the last message is the assistant's text, which the answer
 	// continues (the API's prefill) instead of answering it.
 	Prefill bool
+	// Lost names the first content block Run cannot carry (a document, an
+	// image by file id, a server tool's result), as "messages.1.content.0:
+	// a document block"; empty when Run is the whole request. A provider
+	// that answers from Run refuses a request that lost something.
+	Lost string
 }
 
 type requestWire struct {
@@ -96,11 +102,12 @@ func decode(body []byte, needMax bool) (*Request, *Error) {
 		run.Messages = append(run.Messages, execution.Message{Role: "system", Content: sys})
 	}
 	for i, m := range w.Messages {
-		msgs, e := neutral(m, i)
+		msgs, lost, e := neutral(m, i)
 		if e != nil {
 			return nil, e
 		}
 		run.Messages = append(run.Messages, msgs...)
+		r.Lost = cmp.Or(r.Lost, lost)
 	}
 	r.Run = run
 	if n := len(run.Messages); n > 0 && run.Messages[n-1].Role == "assistant" && len(run.Messages[n-1].ToolCalls) == 0 {
@@ -133,41 +140,46 @@ func text(raw json.RawMessage, field string) (string, *Error) {
 
 // neutral maps one Messages message: text and images, an assistant's
 // tool_use blocks as tool calls, a user's tool_result blocks as tool
-// messages.
-func neutral(m messageWire, i int) ([]execution.Message, *Error) {
+// messages. Thinking blocks of earlier turns are left out, as the API
+// leaves them out of the model's context; lost names the first other
+// block the neutral form cannot carry.
+func neutral(m messageWire, i int) (out []execution.Message, lost string, e *Error) {
 	field := fmt.Sprintf("messages.%d", i)
 	if m.Role != "user" && m.Role != "assistant" {
-		return nil, New(http.StatusBadRequest, field+".role: Input should be 'user' or 'assistant'")
+		return nil, "", New(http.StatusBadRequest, field+".role: Input should be 'user' or 'assistant'")
 	}
 	raw := bytes.TrimSpace(m.Content)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		_ = json.Unmarshal(raw, &s)
-		return []execution.Message{{Role: m.Role, Content: s}}, nil
+		return []execution.Message{{Role: m.Role, Content: s}}, "", nil
 	}
 	var blocks []blockWire
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, New(http.StatusBadRequest, field+".content: Input should be a valid string or a list of content blocks")
+		return nil, "", New(http.StatusBadRequest, field+".content: Input should be a valid string or a list of content blocks")
 	}
-	out := []execution.Message{{Role: m.Role}}
-	for _, bl := range blocks {
-		switch bl.Type {
-		case "text":
+	out = []execution.Message{{Role: m.Role}}
+	for j, bl := range blocks {
+		switch {
+		case bl.Type == "text":
 			out[0].Content += bl.Text
-		case "image":
-			if bl.Source != nil && bl.Source.Type == "base64" {
-				out[0].Images = append(out[0].Images, "data:"+bl.Source.MediaType+";base64,"+bl.Source.Data)
-			} else if bl.Source != nil {
-				out[0].Images = append(out[0].Images, bl.Source.URL)
-			}
-		case "tool_use":
+		case bl.Type == "image" && bl.Source != nil && bl.Source.Type == "base64":
+			out[0].Images = append(out[0].Images, "data:"+bl.Source.MediaType+";base64,"+bl.Source.Data)
+		case bl.Type == "image" && bl.Source != nil && bl.Source.URL != "":
+			out[0].Images = append(out[0].Images, bl.Source.URL)
+		case bl.Type == "tool_use":
 			out[0].ToolCalls = append(out[0].ToolCalls, execution.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: string(bl.Input)})
-		case "tool_result":
+		case bl.Type == "tool_result":
 			s, _ := text(bl.Content, field+".content")
 			out = append(out, execution.Message{Role: "tool", ToolCallID: bl.ToolUseID, Content: s})
+		case bl.Type == "thinking" || bl.Type == "redacted_thinking":
+		case lost == "" && bl.Type == "image":
+			lost = fmt.Sprintf("%s.content.%d: an image by file id", field, j)
+		case lost == "":
+			lost = fmt.Sprintf("%s.content.%d: a %s block", field, j, strings.ToValidUTF8(bl.Type[:min(len(bl.Type), 64)], ""))
 		}
 	}
-	return out, nil
+	return out, lost, nil
 }
 
 // nonNull is raw, or nil for an absent or null value.

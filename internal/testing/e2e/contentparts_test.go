@@ -3,8 +3,11 @@ package e2e
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	antoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -17,7 +20,9 @@ import (
 // unchanged on the translated path, and is refused with a 400 naming it
 // by a provider that reads only the neutral form — the sim on either path,
 // a native Ollama upstream — rather than answered as if the client had not
-// sent it.
+// sent it. So is an Anthropic document block, on the sim's own Messages
+// API and in its token count; thinking blocks of earlier turns are left
+// out, as the API leaves them out.
 func TestContentPartsAProviderCannotRead(t *testing.T) {
 	c := Start(t, Options{}, func(c *Cluster) []NodeSpec {
 		simN, simT := Sim("sim-n", nodeagent.SimConfig{}), Sim("sim-t", nodeagent.SimConfig{})
@@ -59,5 +64,26 @@ func TestContentPartsAProviderCannotRead(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input[0].content" {
 			t.Errorf("%s: a file in a response request: %v", model, err)
 		}
+	}
+
+	ant := anthropic.NewClient(antoption.WithBaseURL(c.URL), antoption.WithAPIKey("unused"), antoption.WithMaxRetries(0))
+	pdf := anthropic.NewUserMessage(anthropic.NewTextBlock("summarise"), anthropic.NewDocumentBlock(anthropic.Base64PDFSourceParam{Data: "AAAA"}))
+	for _, model := range []string{"sim-tunnel", "sim-normalized"} {
+		_, err := ant.Messages.New(t.Context(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64, Messages: []anthropic.MessageParam{pdf}})
+		var apiErr *anthropic.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+			t.Errorf("%s: a document block: %v", model, err)
+		}
+	}
+	_, err = ant.Messages.CountTokens(t.Context(), anthropic.MessageCountTokensParams{Model: "sim-tunnel", Messages: []anthropic.MessageParam{pdf}})
+	if apiErr := (*anthropic.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Error(), "messages.0.content.1: a document block") {
+		t.Errorf("a document block counted: %v", err)
+	}
+	m, err := ant.Messages.New(t.Context(), anthropic.MessageNewParams{Model: "sim-tunnel", MaxTokens: 64, Messages: []anthropic.MessageParam{
+		anthropic.NewUserMessage(anthropic.NewTextBlock("hi")),
+		anthropic.NewAssistantMessage(anthropic.NewThinkingBlock("sig", "they greet me"), anthropic.NewTextBlock("Hello.")),
+		anthropic.NewUserMessage(anthropic.NewTextBlock("and again"))}})
+	if err != nil || len(m.Content) != 1 || !strings.HasPrefix(m.Content[0].Text, "You said: and again") {
+		t.Errorf("an earlier turn's thinking: %+v %v", m, err)
 	}
 }

@@ -20,6 +20,9 @@ func (p *Provider) tunnelMessages(ctx context.Context, req *execution.ProviderTu
 	if ae != nil {
 		return respondMessagesError(emit, &openai.Error{Status: ae.Status, Message: ae.Message})
 	}
+	if r.Lost != "" {
+		return respondMessagesError(emit, unreadable(r.Lost))
+	}
 	if thinks(req.Body) {
 		return respondMessagesError(emit, &openai.Error{Status: http.StatusBadRequest,
 			Message: "thinking: iop-sim does not think: leave thinking out, or disabled."})
@@ -64,8 +67,18 @@ func (p *Provider) tunnelCountTokens(req *execution.ProviderTunnelRequest, emit 
 	if ae != nil {
 		return respondMessagesError(emit, &openai.Error{Status: ae.Status, Message: ae.Message})
 	}
+	if r.Lost != "" {
+		return respondMessagesError(emit, unreadable(r.Lost))
+	}
 	n := p.compose(r.Run).usage().PromptTokens
 	return respondJSON(emit, map[string]int64{"input_tokens": n}, &execution.TokenUsage{PromptTokens: n, TotalTokens: n})
+}
+
+// unreadable is the error of a request with a content block the sim
+// cannot read (anthropic.Request.Lost): refused, neither answered nor
+// counted as if the client had not sent it.
+func unreadable(lost string) *openai.Error {
+	return &openai.Error{Status: http.StatusBadRequest, Message: lost + ": iop-sim cannot read it."}
 }
 
 // respondMessagesError answers with e in Anthropic's error shape.
