@@ -92,7 +92,7 @@ func TestMediaWithTheOpenAISDK(t *testing.T) {
 	}
 
 	img, err := client.Images.Edit(ctx, openai.ImageEditParams{Image: openai.ImageEditParamsImageUnion{OfFile: named{bytes.NewReader([]byte("PNG")), "in.png"}},
-		Prompt: "make it blue", Model: "iop-sim", N: openai.Int(2), Size: openai.ImageEditParamsSize256x256})
+		Prompt: "make it blue", Model: "iop-sim", N: openai.Int(2), Size: openai.ImageEditParamsSize("256x256")})
 	if err != nil || len(img.Data) != 2 {
 		t.Fatalf("image edit: %+v %v", img, err)
 	}
