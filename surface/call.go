@@ -57,8 +57,9 @@ type Call struct {
 	// continues (an Anthropic client's prefill); Run is a Continuation.
 	Prefill bool
 	// Answer, when set, is the whole answer (200, JSON) of a request that
-	// asks for no generation: an Ollama load or unload, which iop
-	// acknowledges itself and sends to no provider.
+	// asks for no generation: an Ollama load or unload (of a generating or
+	// an embedding model), which iop acknowledges itself and sends to no
+	// provider.
 	Answer []byte
 }
 
@@ -278,6 +279,9 @@ func decodeOllamaEmbed(legacy bool) func([]byte, openai.Limits) (*Call, *openai.
 		req, e := ollama.DecodeEmbed(body, legacy)
 		if e != nil {
 			return nil, e
+		}
+		if len(req.Input) == 0 { // a load: nothing to embed
+			return &Call{Model: req.Model, Answer: req.LoadAnswer()}, nil
 		}
 		return &Call{Model: req.Model, TunnelPath: Embeddings.Path, TunnelBody: req.OpenAIBody(), Reshape: embedReshape(req, time.Now())}, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iopgw/iop/codec/jsonstrict"
 	"github.com/iopgw/iop/codec/openai"
 )
 
@@ -40,25 +41,37 @@ func DecodeEmbed(body []byte, legacy bool) (EmbedRequest, *openai.Error) {
 		return r, openai.InvalidRequest("dimensions", "dimensions must be positive")
 	}
 	if legacy {
-		if w.Prompt == nil {
-			return r, openai.InvalidRequest("prompt", "prompt is required")
+		if w.Prompt != nil && *w.Prompt != "" {
+			r.Input = []string{*w.Prompt}
 		}
-		r.Input = []string{*w.Prompt}
 		return r, nil
 	}
 	var one string
 	var many []string
 	switch {
 	case len(w.Input) == 0:
-		return r, openai.InvalidRequest("input", "input is required")
 	case json.Unmarshal(w.Input, &one) == nil:
-		r.Input = []string{one}
-	case json.Unmarshal(w.Input, &many) == nil && len(many) > 0:
+		if one != "" {
+			r.Input = []string{one}
+		}
+	case json.Unmarshal(w.Input, &many) == nil:
 		r.Input = many
 	default:
-		return r, openai.InvalidRequest("input", "input must be a string or a non-empty array of strings")
+		return r, openai.InvalidRequest("input", "input must be a string or an array of strings")
 	}
 	return r, nil
+}
+
+// LoadAnswer is the answer to a request with nothing to embed (no input,
+// or an empty string or array; no prompt, or an empty one): Ollama loads the model
+// and answers no embeddings, {"model", "embeddings": []} for /api/embed,
+// {"embedding": []} for /api/embeddings. Clients send it to load a model;
+// iop answers it itself, as it answers a generation's load.
+func (r EmbedRequest) LoadAnswer() []byte {
+	if r.Legacy {
+		return []byte(`{"embedding":[]}`)
+	}
+	return append(append([]byte(`{"model":`), jsonstrict.AppendString(nil, r.Model)...), `,"embeddings":[]}`...)
 }
 
 // OpenAIBody is the request as OpenAI's POST /v1/embeddings takes it.

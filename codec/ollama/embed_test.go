@@ -33,10 +33,35 @@ func TestEmbedTranslation(t *testing.T) {
 	if out, err := l.FromOpenAI([]byte(`{"data":[{"index":0,"embedding":[0.5]}]}`), 0); err != nil || string(out) != `{"embedding":[0.5]}` {
 		t.Fatalf("legacy answer %s %v", out, err)
 	}
-	for body, param := range map[string]string{`{"model":"m"}`: "input", `{"input":"x"}`: "model", `{"model":"m","input":[]}`: "input",
+	for body, param := range map[string]string{`{"input":"x"}`: "model", `{"model":"m","input":[1]}`: "input",
 		`{"model":"m","input":"x","dimensions":0}`: "dimensions"} {
 		if _, e := DecodeEmbed([]byte(body), false); e == nil || !strings.Contains(e.Param, param) {
 			t.Errorf("%s: %v, want an error on %s", body, e, param)
+		}
+	}
+}
+
+// TestEmbedLoad: a request with nothing to embed — an empty input string
+// or array, a null input, an empty prompt — is Ollama's load of an
+// embedding model, answered with no embeddings.
+func TestEmbedLoad(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"model":"m","input":""}`:    `{"model":"m","embeddings":[]}`,
+		`{"model":"m","input":[]}`:    `{"model":"m","embeddings":[]}`,
+		`{"model":"m","input":null}`:  `{"model":"m","embeddings":[]}`,
+		`{"model":"m"}`:               `{"model":"m","embeddings":[]}`,
+		`{"model":"m","prompt":""}`:   `{"embedding":[]}`,
+		`{"model":"m","prompt":null}`: `{"embedding":[]}`,
+	} {
+		r, e := DecodeEmbed([]byte(body), strings.Contains(body, "prompt"))
+		if body == `{"model":"m"}` {
+			l, e := DecodeEmbed([]byte(body), true)
+			if e != nil || string(l.LoadAnswer()) != `{"embedding":[]}` {
+				t.Errorf("legacy %s: %+v %v", body, l, e)
+			}
+		}
+		if e != nil || len(r.Input) != 0 || string(r.LoadAnswer()) != want {
+			t.Errorf("%s: %+v %v, answer %s", body, r, e, r.LoadAnswer())
 		}
 	}
 }

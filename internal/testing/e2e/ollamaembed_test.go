@@ -68,8 +68,27 @@ func TestOllamaEmbed(t *testing.T) {
 	if code, body := post("/api/embed", `{"model":"iop-sim","input":"x","dimensions":5000}`); code != 400 || !strings.HasPrefix(body, `{"error":"`) {
 		t.Fatalf("an upstream error: %d %s", code, body)
 	}
-	if code, body := post("/api/embed", `{"model":"iop-sim"}`); code != 400 || !strings.HasPrefix(body, `{"error":"`) {
-		t.Fatalf("no input: %d %s", code, body)
+	// Nothing to embed is Ollama's load of the model: no embeddings,
+	// answered by the edge, which sends it to no upstream.
+	for path, bodies := range map[string][]string{
+		"/api/embed":      {`{"model":"emb"}`, `{"model":"emb","input":""}`, `{"model":"emb","input":[]}`, `{"model":"iop-sim","input":""}`},
+		"/api/embeddings": {`{"model":"emb"}`, `{"model":"emb","prompt":""}`},
+	} {
+		for _, b := range bodies {
+			want := `{"embedding":[]}`
+			if path == "/api/embed" {
+				want = `{"model":"` + map[bool]string{true: "emb", false: "iop-sim"}[strings.Contains(b, `"emb"`)] + `","embeddings":[]}`
+			}
+			if code, body := post(path, b); code != 200 || body != want {
+				t.Errorf("load %s %s: %d %s", path, b, code, body)
+			}
+		}
+	}
+	if len(saw) != 1 {
+		t.Fatalf("the native upstream saw %d requests, want 1 (no loads)", len(saw))
+	}
+	if code, body := post("/api/embed", `{"model":"iop-sim","input":5}`); code != 400 || !strings.HasPrefix(body, `{"error":"`) {
+		t.Fatalf("bad input: %d %s", code, body)
 	}
 	if code, body := post("/api/embed", `{"model":"nope","input":"x"}`); code != 404 || !strings.Contains(body, "not found") {
 		t.Fatalf("unknown model: %d %s", code, body)

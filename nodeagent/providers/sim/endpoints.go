@@ -35,29 +35,47 @@ type embeddingRequest struct {
 }
 
 // embeddingInputs reads input: a string, an array of strings, an array of
-// token ids or an array of those (each becomes one text).
+// token ids or an array of those (each becomes one text). An empty text
+// or token array is refused, as OpenAI refuses it: it has no embedding.
 func embeddingInputs(raw json.RawMessage) ([]string, error) {
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil
+		return nonEmpty([]string{one})
 	}
 	var many []string
 	if json.Unmarshal(raw, &many) == nil {
-		return many, nil
+		return nonEmpty(many)
 	}
 	var tokens []int64
 	if json.Unmarshal(raw, &tokens) == nil {
-		return []string{fmt.Sprint(tokens)}, nil
+		return nonEmpty([]string{tokenText(tokens)})
 	}
 	var batches [][]int64
 	if json.Unmarshal(raw, &batches) == nil {
 		out := make([]string, len(batches))
 		for i, b := range batches {
-			out[i] = fmt.Sprint(b)
+			out[i] = tokenText(b)
 		}
-		return out, nil
+		return nonEmpty(out)
 	}
 	return nil, fmt.Errorf("input must be a string, an array of strings, or an array of token arrays")
+}
+
+// tokenText is the text the sim embeds for token ids ("" for none).
+func tokenText(tokens []int64) string {
+	if len(tokens) == 0 {
+		return ""
+	}
+	return fmt.Sprint(tokens)
+}
+
+func nonEmpty(inputs []string) ([]string, error) {
+	for i, s := range inputs {
+		if s == "" {
+			return nil, fmt.Errorf("input[%d] is empty: there is nothing to embed", i)
+		}
+	}
+	return inputs, nil
 }
 
 // tunnelEmbeddings answers POST /v1/embeddings.

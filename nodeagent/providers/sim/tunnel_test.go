@@ -315,3 +315,19 @@ func TestTunnelRerankTopNAndDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelEmbeddingsRefuseEmptyInput: an empty text or token array has
+// nothing to embed, and is refused as OpenAI refuses it, not given a
+// vector and a token charged.
+func TestTunnelEmbeddingsRefuseEmptyInput(t *testing.T) {
+	p := New(Config{})
+	for _, body := range []string{`{"model":"m","input":""}`, `{"model":"m","input":["a",""]}`, `{"model":"m","input":[[]]}`, `{"model":"m","input":[[1],[]]}`} {
+		status, b := tunnel(t, p, "/v1/embeddings", body)
+		if v := decodeAnswer(t, b); status != 400 || v.Error.Param != "input" {
+			t.Errorf("%s: %d %s", body, status, b)
+		}
+	}
+	if status, b := tunnel(t, p, "/v1/embeddings", `{"model":"m","input":[[1,2]]}`); status != 200 {
+		t.Errorf("token ids: %d %s", status, b)
+	}
+}
