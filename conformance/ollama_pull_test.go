@@ -53,3 +53,26 @@ func TestOllamaClientPulls(t *testing.T) {
 		t.Errorf("the native Ollama upstream got %d requests, want none", n)
 	}
 }
+
+// TestOllamaClientCannotManageModels: deleting or copying a model through
+// the official client is a 403 saying that iop does not manage models
+// (where that is done), not a 404 that reads as a wrong address.
+func TestOllamaClientCannotManageModels(t *testing.T) {
+	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
+		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
+	}
+	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
+		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{e2e.Sim("s", nodeagent.SimConfig{})}}}
+	})
+	oj := jsClient("ollama-js", "node", "ollama")
+	want := "iop serves the models of its nodes' providers and does not manage them: create, copy, push and delete models with the Ollama next to a node"
+	for _, scenario := range []string{"delete:iop-sim", "copy:iop-sim"} {
+		o, err := oj.run(t.Context(), c.URL, scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Status != 403 || o.Error == nil || o.Error.Message != want[:80] {
+			t.Errorf("%s: %+v %+v", scenario, o, o.Error)
+		}
+	}
+}

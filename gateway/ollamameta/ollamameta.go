@@ -1,6 +1,8 @@
 // Package ollamameta answers the Ollama API's routes about models rather
 // than with them — the server check, version, tags, ps, show and pull —
-// from the models the edge serves, without reaching a provider.
+// from the models the edge serves, without reaching a provider; the
+// routes that would change those models (create, copy, push, delete,
+// blobs) are refused.
 package ollamameta
 
 import (
@@ -42,6 +44,24 @@ func (s *Server) Routes(e *echo.Echo) {
 	e.GET("/api/ps", s.ps)
 	e.POST("/api/show", s.show)
 	e.POST("/api/pull", s.pull)
+	for _, r := range managing {
+		e.Add(r.method, r.path, s.unmanaged)
+	}
+}
+
+// managing are the Ollama routes that change the models a server holds;
+// iop holds none of its own.
+var managing = []struct{ method, path string }{
+	{http.MethodPost, "/api/create"}, {http.MethodPost, "/api/copy"}, {http.MethodPost, "/api/push"},
+	{http.MethodDelete, "/api/delete"}, {http.MethodPost, "/api/blobs/:digest"}, {http.MethodHead, "/api/blobs/:digest"},
+}
+
+// unmanaged answers a route that would change the models iop serves: a
+// 403 saying where that is done, rather than a 404 "Invalid URL" that
+// reads as a wrong address.
+func (s *Server) unmanaged(c echo.Context) error {
+	e := &ollama.Error{Status: http.StatusForbidden, Message: "iop serves the models of its nodes' providers and does not manage them: create, copy, push and delete models with the Ollama next to a node"}
+	return c.JSONBlob(e.Status, e.Body())
 }
 
 func (s *Server) root(c echo.Context) error {

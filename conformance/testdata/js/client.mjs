@@ -116,6 +116,8 @@ async function ollamaScenario() {
           out.text += (out.text ? "," : "") + part.status;
         }
         return out;
+      case "delete": await client.delete({ model }); out.chunks = 1; return out;
+      case "copy": await client.copy({ source: model, destination: `${model}-copy` }); out.chunks = 1; return out;
       case "pull-json": out.text = (await client.pull({ model })).status; out.chunks = 1; return out;
       case "tags": out.text = (await client.list()).models.map((m) => m.name).sort().join(","); return out;
       case "ps": out.chunks = (await client.ps()).models.length; return out;
