@@ -264,11 +264,17 @@ func decodeOllamaRun(generate bool) func([]byte, openai.Limits) (*Call, *openai.
 		}
 		chatBody, terr := ollama.ToChat(body, generate)
 		run := &execution.RunRequest{Model: req.Model, Messages: req.Messages, Params: req.Params, ChatBody: chatBody, Stream: req.Stream}
+		// An OpenAI-compatible upstream gets the Chat body, any other
+		// provider the neutral form: each refuses what its form lost.
 		refuse := func(adapter string) *openai.Error {
-			if terr == nil || adapter != "openai" {
+			lost := req.Refusal()
+			if adapter == "openai" {
+				lost = terr
+			}
+			if lost == nil {
 				return nil
 			}
-			return openai.InvalidRequest("", "%s", terr.Message)
+			return openai.InvalidRequest("", "%s", lost.Message)
 		}
 		return &Call{Model: req.Model, Stream: req.Stream, Run: run, Refuse: refuse, Checked: true}, nil
 	}

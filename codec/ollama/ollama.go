@@ -59,6 +59,19 @@ type Request struct {
 	// request without a prompt, a chat request without messages): the
 	// done reason of Ollama's answer, load or unload (LoadAnswer).
 	Load string
+	// Lost names the first field of the request that Messages and Params
+	// cannot carry (a generate request's suffix, template, context or
+	// raw): a provider that runs from them refuses it (Refusal).
+	Lost string
+}
+
+// Refusal is the error of a request that lost a field (Lost) for a
+// provider that runs from Messages and Params; nil when nothing was lost.
+func (r *Request) Refusal() *Error {
+	if r.Lost == "" {
+		return nil
+	}
+	return refusedField(r.Lost)
 }
 
 type options struct {
@@ -80,6 +93,26 @@ type wireRequest struct {
 	Options   *options        `json:"options"`
 	Tools     json.RawMessage `json:"tools"`
 	KeepAlive json.RawMessage `json:"keep_alive"`
+	// Read only to say they were lost.
+	Suffix   *string         `json:"suffix"`
+	Template *string         `json:"template"`
+	Context  json.RawMessage `json:"context"`
+	Raw      *bool           `json:"raw"`
+}
+
+// lost is the first field of w that Messages and Params cannot carry.
+func (w *wireRequest) lost() string {
+	switch {
+	case w.Suffix != nil && *w.Suffix != "":
+		return "suffix"
+	case w.Template != nil && *w.Template != "":
+		return "template"
+	case len(w.Context) > 0 && string(w.Context) != "null" && string(w.Context) != "[]":
+		return "context"
+	case w.Raw != nil && *w.Raw:
+		return "raw"
+	}
+	return ""
 }
 
 // Decode decodes a chat (generate=false) or generate request body.
@@ -132,6 +165,7 @@ func Decode(body []byte, generate bool, maxDepth int) (*Request, *Error) {
 	if len(w.Format) > 0 && string(w.Format) != "null" {
 		r.Params.ResponseFormat = w.Format
 	}
+	r.Lost = w.lost()
 	return r, nil
 }
 

@@ -57,6 +57,10 @@ func ToChat(body []byte, generate bool) ([]byte, *Error) {
 			e = thinkToChat(v, out)
 		case "tools":
 			out["tools"] = v
+		case "suffix", "template", "context", "raw":
+			if s := string(v); s != `""` && s != "[]" && s != "false" {
+				return nil, refusedField(k) // nothing in Chat does what they do
+			}
 		default:
 			return nil, refusedField(k)
 		}
@@ -76,7 +80,7 @@ func ToChat(body []byte, generate bool) ([]byte, *Error) {
 }
 
 func refusedField(k string) *Error {
-	return BadRequest("%q cannot be used with this model: its provider is OpenAI-compatible and has no equivalent", k)
+	return BadRequest("%q cannot be used with this model: its provider has no equivalent", k)
 }
 
 // ignoredOptions load or run the model and do not change its answer; an

@@ -3,6 +3,7 @@ package ollama
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -89,5 +90,29 @@ func TestChatFieldsForOllamaAreClassified(t *testing.T) {
 				t.Errorf("%s is not applicable but refused", p)
 			}
 		}
+	}
+}
+
+// TestGenerateFieldsNothingElseCarries: a generate request's suffix,
+// template, context and raw have no equivalent in Chat or in the neutral
+// form; set, each is refused (ToChat) and named as lost (Decode), and at
+// their empty values, which clients send by default, each is nothing.
+func TestGenerateFieldsNothingElseCarries(t *testing.T) {
+	for field, value := range map[string]string{"suffix": `"return x"`, "template": `"{{ .Prompt }}"`, "context": `[1,2]`, "raw": `true`} {
+		body := `{"model":"m","prompt":"def f(","` + field + `":` + value + `}`
+		if _, e := ToChat([]byte(body), true); e == nil || !strings.Contains(e.Message, `"`+field+`"`) {
+			t.Errorf("%s: ToChat %v", body, e)
+		}
+		r, e := Decode([]byte(body), true, 64)
+		if e != nil || r.Lost != field || r.Refusal() == nil {
+			t.Errorf("%s: Decode %+v %v", body, r, e)
+		}
+	}
+	empty := `{"model":"m","prompt":"hi","suffix":"","template":"","context":[],"raw":false}`
+	if _, e := ToChat([]byte(empty), true); e != nil {
+		t.Errorf("empty values: ToChat %v", e)
+	}
+	if r, e := Decode([]byte(empty), true, 64); e != nil || r.Lost != "" || r.Refusal() != nil {
+		t.Errorf("empty values: Decode %+v %v", r, e)
 	}
 }

@@ -94,6 +94,14 @@ async function ollamaScenario() {
         }
         return out;
       }
+      // A code editor's fill-in-the-middle: the answer goes between the
+      // prompt and the suffix.
+      case "generate-suffix": {
+        const r = await client.generate({ model, prompt: "def f(", suffix: "    return x", stream: false });
+        out.text = r.response;
+        out.chunks = 1;
+        return out;
+      }
       // What `ollama run` and `ollama stop` send: a generate request
       // without a prompt (keep_alive 0 to unload); a chat without messages.
       case "load":
