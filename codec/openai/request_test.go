@@ -122,6 +122,9 @@ func TestDecodeResponsesRequest(t *testing.T) {
 		{"item only the native API takes", `{"model":"m","input":[{"type":"computer_call"}]}`, "", func(r *ResponsesRequest) bool {
 			return r.Neutral != nil && r.Neutral.Param == "input[0].type"
 		}},
+		{"an earlier turn's reasoning left out", `{"model":"m","input":[{"role":"user","content":"a"},{"type":"reasoning","id":"rs_1","summary":[]},{"role":"user","content":"b"}]}`, "", func(r *ResponsesRequest) bool {
+			return r.Neutral == nil && len(r.Messages) == 2 && r.Messages[1].Content == "b"
+		}},
 		{"max_output_tokens", `{"model":"m","input":"hi","max_output_tokens":0}`, "max_output_tokens", nil},
 		{"duplicate keys", `{"model":"m","input":"a","input":"b"}`, "", nil},
 	}

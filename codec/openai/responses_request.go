@@ -184,6 +184,11 @@ func inputItem(i int, it inputItemWire, neutral **Error) (execution.Message, *Er
 		}
 		return execution.Message{Role: "tool", ToolCallID: it.CallID, Content: out}, nil
 	case "", "message":
+	case "reasoning":
+		// An earlier turn's reasoning, passed back: no model takes it
+		// as input but the one that made it, and the Chat translation
+		// leaves it out too.
+		return execution.Message{}, nil
 	default:
 		note(neutral, refuse(param+".type", "is an input item ("+clip(it.Type, 64)+") this model's provider cannot take"))
 		return execution.Message{}, nil
