@@ -27,11 +27,13 @@ type imageAsk struct {
 	n             int
 	width, height int
 	format        string // png or jpeg
+	transparent   bool   // background transparent: no pixel drawn
 }
 
 // readImageAsk checks an image request's n, size, response_format,
-// output_format and stream (the form's strings or the JSON's values).
-func readImageAsk(n, size, responseFormat, outputFormat string, stream bool) (imageAsk, *openai.Error) {
+// output_format, background and stream (the form's strings or the JSON's
+// values).
+func readImageAsk(n, size, responseFormat, outputFormat, background string, stream bool) (imageAsk, *openai.Error) {
 	ask := imageAsk{n: 1, width: 1, height: 1, format: "png"}
 	if n != "" {
 		v, err := strconv.Atoi(n)
@@ -63,14 +65,29 @@ func readImageAsk(n, size, responseFormat, outputFormat string, stream bool) (im
 	default:
 		return ask, openai.InvalidRequest("output_format", "iop-sim makes png or jpeg images, not %q", outputFormat)
 	}
+	switch background {
+	case "", "auto", "opaque":
+	case "transparent":
+		if ask.format == "jpeg" {
+			return ask, openai.InvalidRequest("background", "a transparent background needs output_format png: jpeg has no transparency")
+		}
+		ask.transparent = true
+	default:
+		return ask, openai.InvalidRequest("background", "background must be transparent, opaque or auto, not %q", background)
+	}
 	return ask, nil
 }
 
-// draw encodes the flat image the request asked for, as base64.
+// draw encodes the flat image the request asked for — grey, or nothing
+// on a transparent background — as base64.
 func (ask imageAsk) draw() string {
-	img := image.NewGray(image.Rect(0, 0, ask.width, ask.height))
-	for i := range img.Pix {
-		img.Pix[i] = 0x80
+	var img image.Image = image.NewNRGBA(image.Rect(0, 0, ask.width, ask.height)) // transparent
+	if !ask.transparent {
+		grey := image.NewGray(image.Rect(0, 0, ask.width, ask.height))
+		for i := range grey.Pix {
+			grey.Pix[i] = 0x80
+		}
+		img = grey
 	}
 	var b bytes.Buffer
 	if ask.format == "jpeg" {
@@ -109,6 +126,7 @@ func (p *Provider) tunnelImages(req *execution.ProviderTunnelRequest, emit *exec
 		Size           string          `json:"size"`
 		ResponseFormat string          `json:"response_format"`
 		OutputFormat   string          `json:"output_format"`
+		Background     string          `json:"background"`
 		Stream         bool            `json:"stream"`
 	}
 	if err := json.Unmarshal(req.Body, &r); err != nil {
@@ -121,7 +139,7 @@ func (p *Provider) tunnelImages(req *execution.ProviderTunnelRequest, emit *exec
 	if n == "null" {
 		n = ""
 	}
-	ask, e := readImageAsk(n, r.Size, r.ResponseFormat, r.OutputFormat, r.Stream)
+	ask, e := readImageAsk(n, r.Size, r.ResponseFormat, r.OutputFormat, r.Background, r.Stream)
 	if e != nil {
 		return respondError(emit, e)
 	}
@@ -142,7 +160,7 @@ func (p *Provider) tunnelImageEdits(req *execution.ProviderTunnelRequest, emit *
 		return respondError(emit, openai.InvalidRequest("prompt", "prompt is required"))
 	}
 	ask, e := readImageAsk(f.fields.Get("n"), f.fields.Get("size"), f.fields.Get("response_format"),
-		f.fields.Get("output_format"), f.fields.Get("stream") == "true")
+		f.fields.Get("output_format"), f.fields.Get("background"), f.fields.Get("stream") == "true")
 	if e != nil {
 		return respondError(emit, e)
 	}

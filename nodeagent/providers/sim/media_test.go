@@ -127,6 +127,22 @@ func TestTunnelImagesAsAsked(t *testing.T) {
 	check("generation", status, body, 2, 256, 128, "png")
 	status, body = tunnel(t, p, "/v1/images/generations", `{"prompt":"a square","size":"auto","output_format":"jpeg"}`)
 	check("jpeg generation", status, body, 1, 1, 1, "jpeg")
+	status, body = tunnel(t, p, "/v1/images/generations", `{"prompt":"a square","size":"4x4","background":"transparent"}`)
+	check("transparent generation", status, body, 1, 4, 4, "png")
+	var transparent struct {
+		Data []struct {
+			B64JSON string `json:"b64_json"`
+		}
+	}
+	_ = json.Unmarshal(body, &transparent)
+	raw, _ := base64.StdEncoding.DecodeString(transparent.Data[0].B64JSON)
+	img, _, err := image.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("transparent: %v", err)
+	}
+	if _, _, _, a := img.At(2, 2).RGBA(); a != 0 {
+		t.Fatalf("transparent: alpha %d", a)
+	}
 	status, body = tunnelForm(t, "/v1/images/edits", map[string][]string{"prompt": {"blue"}, "n": {"3"}, "size": {"64x64"}}, "in.png", []byte("PNG"))
 	check("edit", status, body, 3, 64, 64, "png")
 
@@ -137,6 +153,8 @@ func TestTunnelImagesAsAsked(t *testing.T) {
 		{`{"prompt":"x","size":"huge"}`, "size"},
 		{`{"prompt":"x","size":"8192x8192"}`, "size"},
 		{`{"prompt":"x","n":11}`, "n"},
+		{`{"prompt":"x","background":"transparent","output_format":"jpeg"}`, "background"},
+		{`{"prompt":"x","background":"pink"}`, "background"},
 	} {
 		status, body := tunnel(t, p, "/v1/images/generations", tc.body)
 		if v := decodeAnswer(t, body); status != 400 || v.Error.Param != tc.param {
