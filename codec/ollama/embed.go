@@ -63,10 +63,10 @@ func DecodeEmbed(body []byte, legacy bool) (EmbedRequest, *openai.Error) {
 }
 
 // LoadAnswer is the answer to a request with nothing to embed (no input,
-// or an empty string or array; no prompt, or an empty one): Ollama loads the model
-// and answers no embeddings, {"model", "embeddings": []} for /api/embed,
-// {"embedding": []} for /api/embeddings. Clients send it to load a model;
-// iop answers it itself, as it answers a generation's load.
+// or an empty string or array; no prompt, or an empty one): Ollama loads
+// the model and answers no embeddings, {"model", "embeddings": []} for
+// /api/embed, {"embedding": []} for /api/embeddings. Clients send it to
+// load a model; iop answers it itself, as it answers a generation's load.
 func (r EmbedRequest) LoadAnswer() []byte {
 	if r.Legacy {
 		return []byte(`{"embedding":[]}`)
