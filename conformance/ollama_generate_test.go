@@ -44,3 +44,22 @@ func TestOllamaClientFillInTheMiddle(t *testing.T) {
 		t.Errorf("the native upstream did not get the suffix")
 	}
 }
+
+// TestOllamaClientThinkOnTheSim: think asked of the sim, which does not
+// think, is refused as Ollama refuses it for a model that does not think
+// (through ollama-js), never answered without the thinking asked for.
+func TestOllamaClientThinkOnTheSim(t *testing.T) {
+	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
+		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
+	}
+	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
+		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{e2e.Sim("s", nodeagent.SimConfig{})}}}
+	})
+	o, err := jsClient("ollama-js", "node", "ollama").run(t.Context(), c.URL, "chat-think:iop-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != 400 || o.Error == nil || o.Error.Message != "iop-sim does not think: leave enable_thinking (an Ollama client's think) unset." {
+		t.Errorf("think: %+v %+v", o, o.Error)
+	}
+}

@@ -81,6 +81,12 @@ async function ollamaScenario() {
         }
         return out;
       }
+      case "chat-think": {
+        const r = await client.chat({ model, messages: [{ role: "user", content: "hi" }], think: true });
+        out.text = `${r.message.thinking ?? ""}|${r.message.content}`;
+        out.chunks = 1;
+        return out;
+      }
       case "chat-json": {
         const r = await client.chat({ model, messages: [{ role: "user", content: "hi" }] });
         out.text = r.message.content;

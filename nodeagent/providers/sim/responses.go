@@ -22,7 +22,7 @@ func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderT
 	if e != nil {
 		return respondError(emit, e)
 	}
-	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body)); e != nil {
+	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body), responsesReasoningRefusal(req.Body)); e != nil {
 		return respondError(emit, e)
 	}
 	run := r.RunRequest()
@@ -99,4 +99,49 @@ func storedNotFound(path string) *openai.Error {
 	id, _, _ := strings.Cut(strings.TrimPrefix(path, "/v1/responses/"), "/")
 	return &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
 		Message: "Response with id '" + id[:min(len(id), 64)] + "' not found: iop-sim stores no response (its answers say store false)."}
+}
+
+// reasoningRefusal is the error of a Chat request asking the model to
+// reason (reasoning_effort, or a template's enable_thinking — what an
+// Ollama client's think becomes), which the sim does not do: refused as
+// OpenAI refuses it for a model that does not reason, never answered
+// without the reasoning asked for.
+func reasoningRefusal(chatBody []byte) *openai.Error {
+	var w struct {
+		ReasoningEffort *string `json:"reasoning_effort"`
+		Template        struct {
+			EnableThinking *bool `json:"enable_thinking"`
+		} `json:"chat_template_kwargs"`
+	}
+	if json.Unmarshal(chatBody, &w) != nil {
+		return nil
+	}
+	if e := w.ReasoningEffort; e != nil && *e != "none" {
+		return openai.InvalidRequest("reasoning_effort", "iop-sim does not reason: leave reasoning_effort (an Ollama client's think) unset.")
+	}
+	if w.Template.EnableThinking != nil && *w.Template.EnableThinking {
+		return openai.InvalidRequest("chat_template_kwargs", "iop-sim does not think: leave enable_thinking (an Ollama client's think) unset.")
+	}
+	return nil
+}
+
+// responsesReasoningRefusal is reasoningRefusal of a Responses request:
+// a reasoning effort, or a summary of the reasoning asked for.
+func responsesReasoningRefusal(body []byte) *openai.Error {
+	var w struct {
+		Reasoning *struct {
+			Effort  *string `json:"effort"`
+			Summary *string `json:"summary"`
+		} `json:"reasoning"`
+	}
+	if json.Unmarshal(body, &w) != nil || w.Reasoning == nil {
+		return nil
+	}
+	if e := w.Reasoning.Effort; e != nil && *e != "none" {
+		return openai.InvalidRequest("reasoning.effort", "iop-sim does not reason: leave reasoning.effort unset.")
+	}
+	if s := w.Reasoning.Summary; s != nil {
+		return openai.InvalidRequest("reasoning.summary", "iop-sim does not reason, and has no reasoning to summarise: leave reasoning.summary unset.")
+	}
+	return nil
 }

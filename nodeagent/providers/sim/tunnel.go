@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -54,7 +55,7 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		if r.N > 1 { // refused, not answered with fewer choices than asked
 			return respondError(emit, openai.InvalidRequest("n", "iop-sim makes one choice a request: n must be 1"))
 		}
-		if e := logprobsRefusal(req.Body); e != nil {
+		if e := cmp.Or(logprobsRefusal(req.Body), reasoningRefusal(req.Body)); e != nil {
 			return respondError(emit, e)
 		}
 		run := r.RunRequest()

@@ -331,3 +331,32 @@ func TestTunnelEmbeddingsRefuseEmptyInput(t *testing.T) {
 		t.Errorf("token ids: %d %s", status, b)
 	}
 }
+
+// TestSimRefusesReasoning: the sim does not reason, so a request asking
+// it to — a reasoning effort, a template's enable_thinking (what an
+// Ollama client's think becomes), a reasoning summary — is refused naming
+// the field, as OpenAI refuses it for a model that does not reason, on
+// the tunnel and on the normalized path; effort none is no request.
+func TestSimRefusesReasoning(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"high"}`, "reasoning_effort"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none"}`, ""},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":true}}`, "chat_template_kwargs"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":false}}`, ""},
+		{"/v1/responses", `{"model":"m","input":"hi","reasoning":{"effort":"low"}}`, "reasoning.effort"},
+		{"/v1/responses", `{"model":"m","input":"hi","reasoning":{"summary":"auto"}}`, "reasoning.summary"},
+		{"/v1/responses", `{"model":"m","input":"hi","reasoning":{"effort":"none"}}`, ""},
+	} {
+		status, body := tunnel(t, p, tc.path, tc.body)
+		if v := decodeAnswer(t, body); v.Error.Param != tc.param || (tc.param != "") != (status == http.StatusBadRequest) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, status, body)
+		}
+	}
+	r := req("hi")
+	r.ChatBody = []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"medium"}`)
+	evs, _ := execute(t, p, r, time.Second)
+	if len(evs) != 1 || evs[0].Type != execution.EventTypeError || evs[0].Failure.Upstream == nil || evs[0].Failure.Upstream.Param != "reasoning_effort" {
+		t.Fatalf("normalized: %+v", evs)
+	}
+}
