@@ -23,6 +23,9 @@ func (p *Provider) tunnelMessages(ctx context.Context, req *execution.ProviderTu
 	if r.Lost != "" {
 		return respondMessagesError(emit, unreadable(r.Lost))
 	}
+	if e := toolChoiceRefusal(r.Run.Params); e != nil {
+		return respondMessagesError(emit, e)
+	}
 	if thinks(req.Body) {
 		return respondMessagesError(emit, &openai.Error{Status: http.StatusBadRequest,
 			Message: "thinking: iop-sim does not think: leave thinking out, or disabled."})

@@ -22,10 +22,11 @@ func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderT
 	if e != nil {
 		return respondError(emit, e)
 	}
-	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body), responsesReasoningRefusal(req.Body)); e != nil {
+	run := r.RunRequest()
+	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body), responsesReasoningRefusal(req.Body),
+		toolChoiceRefusal(run.Params)); e != nil {
 		return respondError(emit, e)
 	}
-	run := r.RunRequest()
 	echo := r.Echo()
 	echo.Store = new(false) // the sim stores no response: it says so, as iop's translated path does
 	if r.Stream {

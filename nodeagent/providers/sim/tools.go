@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 )
 
@@ -47,6 +49,37 @@ func tools(raw json.RawMessage) []simTool {
 
 // chosenTool is the tool the sim calls: the one tool_choice names, else
 // the first; none when there are no tools or tool_choice is none.
+// namedTool is the tool a tool_choice names (Chat's function.name, the
+// Responses API's and Anthropic's name), "" when it names none.
+func namedTool(choice json.RawMessage) string {
+	var named struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(choice, &named) != nil {
+		return ""
+	}
+	return cmp.Or(named.Function.Name, named.Name)
+}
+
+// toolChoiceRefusal is the error of a tool_choice naming a tool the
+// request does not define, which OpenAI and Anthropic refuse: never
+// answered with a call of another tool.
+func toolChoiceRefusal(p execution.GenerationParams) *openai.Error {
+	want := namedTool(p.ToolChoice)
+	if want == "" {
+		return nil
+	}
+	for _, t := range tools(p.Tools) {
+		if t.name == want {
+			return nil
+		}
+	}
+	return openai.InvalidRequest("tool_choice", "tool_choice names the tool %q, which is not in tools.", want[:min(len(want), 64)])
+}
+
 func chosenTool(p execution.GenerationParams) (simTool, bool) {
 	list := tools(p.Tools)
 	if len(list) == 0 {

@@ -55,10 +55,10 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		if r.N > 1 { // refused, not answered with fewer choices than asked
 			return respondError(emit, openai.InvalidRequest("n", "iop-sim makes one choice a request: n must be 1"))
 		}
-		if e := cmp.Or(logprobsRefusal(req.Body), reasoningRefusal(req.Body)); e != nil {
+		run := r.RunRequest()
+		if e := cmp.Or(logprobsRefusal(req.Body), reasoningRefusal(req.Body), toolChoiceRefusal(run.Params)); e != nil {
 			return respondError(emit, e)
 		}
-		run := r.RunRequest()
 		if r.Stream {
 			s := openai.NewChatStream(openai.NewChatID(), r.Model, time.Now().Unix(), r.IncludeUsage)
 			return p.tunnelStream(ctx, run, emit, respondError, s.Append)

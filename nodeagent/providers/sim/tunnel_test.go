@@ -360,3 +360,32 @@ func TestSimRefusesReasoning(t *testing.T) {
 		t.Fatalf("normalized: %+v", evs)
 	}
 }
+
+// TestTunnelToolChoiceNamesAnUnknownTool: a tool_choice naming a tool the
+// request does not define is refused (as OpenAI and Anthropic refuse it)
+// on every API and on the normalized path, never answered with a call of
+// another tool; one it defines is the tool called.
+func TestTunnelToolChoiceNamesAnUnknownTool(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	chatTools := `"tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},{"type":"function","function":{"name":"b","parameters":{"type":"object"}}}]`
+	for _, tc := range []struct{ path, body, called string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],` + chatTools + `,"tool_choice":{"type":"function","function":{"name":"zzz"}}}`, ""},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],` + chatTools + `,"tool_choice":{"type":"function","function":{"name":"b"}}}`, `"name":"b"`},
+		{"/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"a","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"zzz"}}`, ""},
+		{"/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"a","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"zzz"}}`, ""},
+		{"/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"a","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"a"}}`, `"name":"a"`},
+	} {
+		status, body := tunnel(t, p, tc.path, tc.body)
+		if tc.called == "" && (status != http.StatusBadRequest || !bytes.Contains(body, []byte(`zzz`))) ||
+			tc.called != "" && (status != http.StatusOK || !bytes.Contains(body, []byte(tc.called))) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, status, body)
+		}
+	}
+	r := req("hi")
+	r.Params.Tools = []byte(`[{"type":"function","function":{"name":"a"}}]`)
+	r.Params.ToolChoice = []byte(`{"type":"function","function":{"name":"zzz"}}`)
+	evs, _ := execute(t, p, r, time.Second)
+	if len(evs) != 1 || evs[0].Type != execution.EventTypeError || evs[0].Failure.Upstream == nil || evs[0].Failure.Upstream.Param != "tool_choice" {
+		t.Fatalf("normalized: %+v", evs)
+	}
+}
