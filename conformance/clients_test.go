@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -48,6 +49,15 @@ type client struct {
 }
 
 var jsDir = filepath.Join("testdata", "js")
+
+// needJS fails the test when the JavaScript package pkg (of jsDir's
+// package.json) is not installed.
+func needJS(t *testing.T, pkg string) {
+	t.Helper()
+	if !fileExists(filepath.Join(jsDir, "node_modules", pkg, "package.json")) {
+		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
+	}
+}
 
 func jsClient(name, nodeBin, pkg string) client {
 	return client{name: name, run: func(ctx context.Context, base, scenario string) (outcome, error) {

@@ -156,9 +156,7 @@ func cluster(t *testing.T, path, adapter, providerPath string, ms []string) targ
 }
 
 func TestConformance(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/openai7/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "openai7")
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is required for the conformance suite")
 	}

@@ -15,9 +15,7 @@ import (
 // OpenAI-compatible upstream on the translated path — rather than
 // answered as an ordinary prompt.
 func TestOllamaClientFillInTheMiddle(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "ollama")
 	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
 		c.Wall.Models = []string{"native", "chat-upstream"}
 		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{e2e.Sim("s", nodeagent.SimConfig{}),
@@ -49,9 +47,7 @@ func TestOllamaClientFillInTheMiddle(t *testing.T) {
 // think, is refused as Ollama refuses it for a model that does not think
 // (through ollama-js), never answered without the thinking asked for.
 func TestOllamaClientThinkOnTheSim(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "ollama")
 	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
 		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{e2e.Sim("s", nodeagent.SimConfig{})}}}
 	})

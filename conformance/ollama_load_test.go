@@ -15,9 +15,7 @@ import (
 // Ollama one, and reach no upstream: nothing is generated or charged,
 // and a client of a shared gateway does not evict a model.
 func TestOllamaClientLoadsAndUnloads(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "ollama")
 	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
 		c.Wall.Models = []string{"native"}
 		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{

@@ -14,9 +14,7 @@ import (
 // a model the gateway does not serve, or the key may not use, is a 404
 // saying that iop does not pull models.
 func TestOllamaClientPulls(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "ollama")
 	c := e2e.Start(t, e2e.Options{Gateway: func(g *gateway.Config) {
 		g.Auth.Keys = []gateway.KeyConfig{{ID: "k", SHA256: gateway.HashToken("sk-k"), Models: []string{"iop-sim"}}}
 	}},
@@ -58,9 +56,7 @@ func TestOllamaClientPulls(t *testing.T) {
 // the official client is a 403 saying that iop does not manage models
 // (where that is done), not a 404 that reads as a wrong address.
 func TestOllamaClientCannotManageModels(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/ollama/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "ollama")
 	c := e2e.Start(t, e2e.Options{}, func(c *e2e.Cluster) []e2e.NodeSpec {
 		return []e2e.NodeSpec{{ID: "node-1", Providers: []nodeagent.ProviderConfig{e2e.Sim("s", nodeagent.SimConfig{})}}}
 	})

@@ -92,9 +92,7 @@ func answerIntact(path string, o outcome) error {
 // translated answers carry the same text (surrogate pairs joined), the
 // same usage or none, and the upstream's errors.
 func TestConformanceOtherUpstreams(t *testing.T) {
-	if !fileExists(jsDir + "/node_modules/openai/package.json") {
-		t.Fatal("JavaScript clients are not installed: run `npm ci --prefix conformance/testdata/js` (make test does)")
-	}
+	needJS(t, "openai")
 	clients := []client{jsClient("openai-node v6 (Node 20)", "node", "openai"), openaiGo(), goOpenAI(), curlClient()}
 	names := make([]string, 0, len(styles))
 	for n := range styles {
