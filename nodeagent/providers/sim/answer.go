@@ -211,7 +211,7 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Message, Failure: execution.UpstreamFailure(ue)})
 		return nil
 	}
-	if e := cmp.Or(logprobsRefusal(req.ChatBody), reasoningRefusal(req.ChatBody), toolChoiceRefusal(req.Params)); e != nil {
+	if e := cmp.Or(logprobsRefusal(req.ChatBody), reasoningRefusal(req.ChatBody), outputRefusal(req.ChatBody), toolChoiceRefusal(req.Params)); e != nil {
 		ue := &execution.UpstreamError{Status: e.Status, Type: e.Type, Param: e.Param, Message: e.Message}
 		emit.Emit(execution.RunEvent{Type: execution.EventTypeError, Error: ue.Message, Failure: execution.UpstreamFailure(ue)})
 		return nil

@@ -8,9 +8,9 @@ import (
 )
 
 // The sim's refusals of what it cannot make — log probabilities,
-// reasoning — each a 400 naming the field, as OpenAI refuses it for a
-// model without the capability: never an answer without what was asked
-// for.
+// reasoning, audio, web search — each a 400 naming the field, as OpenAI
+// refuses it for a model without the capability: never an answer without
+// what was asked for.
 
 // logprobsRefusal is the error of a Chat request for log probabilities,
 // which the sim does not make: refused, never answered with logprobs
@@ -91,4 +91,34 @@ func responsesReasoningRefusal(body []byte) *openai.Error {
 		return openai.InvalidRequest("reasoning.summary", "iop-sim does not reason, and has no reasoning to summarise: leave reasoning.summary unset.")
 	}
 	return nil
+}
+
+// outputRefusal is the error of a Chat request for output the sim cannot
+// make: audio (modalities, audio), or answers from a web search.
+func outputRefusal(chatBody []byte) *openai.Error {
+	var w struct {
+		Modalities []string        `json:"modalities"`
+		Audio      json.RawMessage `json:"audio"`
+		WebSearch  json.RawMessage `json:"web_search_options"`
+	}
+	if json.Unmarshal(chatBody, &w) != nil {
+		return nil
+	}
+	switch {
+	case slices.Contains(w.Modalities, "audio") || len(w.Audio) > 0 && string(w.Audio) != "null":
+		return openai.InvalidRequest("modalities", "iop-sim answers in text only: leave audio out of modalities.")
+	case len(w.WebSearch) > 0 && string(w.WebSearch) != "null":
+		return openai.InvalidRequest("web_search_options", "iop-sim does not search the web: leave web_search_options unset.")
+	}
+	return nil
+}
+
+// serverToolsRefusal is the error of a Responses request offering tools
+// the server runs (web search, file search, code interpreter…), which the
+// sim does not run.
+func serverToolsRefusal(serverTools bool) *openai.Error {
+	if !serverTools {
+		return nil
+	}
+	return openai.InvalidRequest("tools", "iop-sim runs no server tools (web search, file search, code interpreter…): offer function tools only.")
 }

@@ -23,7 +23,7 @@ func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderT
 	}
 	run := r.RunRequest()
 	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body), responsesLogprobsRefusal(req.Body), responsesReasoningRefusal(req.Body),
-		toolChoiceRefusal(run.Params)); e != nil {
+		serverToolsRefusal(r.ServerTools), toolChoiceRefusal(run.Params)); e != nil {
 		return respondError(emit, e)
 	}
 	echo := r.Echo()

@@ -56,7 +56,7 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 			return respondError(emit, openai.InvalidRequest("n", "iop-sim makes one choice a request: n must be 1"))
 		}
 		run := r.RunRequest()
-		if e := cmp.Or(logprobsRefusal(req.Body), reasoningRefusal(req.Body), toolChoiceRefusal(run.Params)); e != nil {
+		if e := cmp.Or(logprobsRefusal(req.Body), reasoningRefusal(req.Body), outputRefusal(req.Body), toolChoiceRefusal(run.Params)); e != nil {
 			return respondError(emit, e)
 		}
 		if r.Stream {

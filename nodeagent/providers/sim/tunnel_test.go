@@ -389,3 +389,29 @@ func TestTunnelToolChoiceNamesAnUnknownTool(t *testing.T) {
 		t.Fatalf("normalized: %+v", evs)
 	}
 }
+
+// TestSimRefusesOutputItCannotMake: audio output, web search (Chat's
+// options, or the Responses API's server tools) are refused naming the
+// field, as OpenAI refuses them for a model without them, on the tunnel
+// and the normalized path — never a text answer without what was asked.
+func TestSimRefusesOutputItCannotMake(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"modalities":["text","audio"],"audio":{"voice":"alloy","format":"wav"}}`, "modalities"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"modalities":["text"]}`, ""},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"web_search_options":{}}`, "web_search_options"},
+		{"/v1/responses", `{"model":"m","input":"news","tools":[{"type":"web_search"}]}`, "tools"},
+		{"/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`, ""},
+	} {
+		status, body := tunnel(t, p, tc.path, tc.body)
+		if v := decodeAnswer(t, body); v.Error.Param != tc.param || (tc.param != "") != (status == http.StatusBadRequest) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, status, body)
+		}
+	}
+	r := req("hi")
+	r.ChatBody = []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"audio":{"voice":"alloy","format":"wav"}}`)
+	evs, _ := execute(t, p, r, time.Second)
+	if len(evs) != 1 || evs[0].Type != execution.EventTypeError || evs[0].Failure.Upstream == nil || evs[0].Failure.Upstream.Param != "modalities" {
+		t.Fatalf("normalized: %+v", evs)
+	}
+}
