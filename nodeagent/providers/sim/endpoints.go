@@ -34,21 +34,21 @@ type embeddingRequest struct {
 	Dimensions     *int            `json:"dimensions"`
 }
 
-// embeddingInputs reads input: a string, an array of strings, an array of
-// token ids or an array of those (each becomes one text). An empty text
-// or token array is refused, as OpenAI refuses it: it has no embedding.
-func embeddingInputs(raw json.RawMessage) ([]string, error) {
+// textInputs reads an input or prompt: a string, an array of strings, an
+// array of token ids or an array of those (each becomes one text; no ids,
+// the empty text).
+func textInputs(raw json.RawMessage) ([]string, error) {
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		return nonEmpty([]string{one})
+		return []string{one}, nil
 	}
 	var many []string
 	if json.Unmarshal(raw, &many) == nil {
-		return nonEmpty(many)
+		return many, nil
 	}
 	var tokens []int64
 	if json.Unmarshal(raw, &tokens) == nil {
-		return nonEmpty([]string{tokenText(tokens)})
+		return []string{tokenText(tokens)}, nil
 	}
 	var batches [][]int64
 	if json.Unmarshal(raw, &batches) == nil {
@@ -56,9 +56,19 @@ func embeddingInputs(raw json.RawMessage) ([]string, error) {
 		for i, b := range batches {
 			out[i] = tokenText(b)
 		}
-		return nonEmpty(out)
+		return out, nil
 	}
 	return nil, fmt.Errorf("input must be a string, an array of strings, or an array of token arrays")
+}
+
+// embeddingInputs reads an embeddings input (textInputs); an empty text
+// or token array is refused, as OpenAI refuses it: it has no embedding.
+func embeddingInputs(raw json.RawMessage) ([]string, error) {
+	inputs, err := textInputs(raw)
+	if err != nil {
+		return nil, err
+	}
+	return nonEmpty(inputs)
 }
 
 // tokenText is the text the sim embeds for token ids ("" for none).
@@ -204,7 +214,7 @@ func (p *Provider) tunnelCompletions(ctx context.Context, req *execution.Provide
 	if err := json.Unmarshal(req.Body, &r); err != nil {
 		return respondError(emit, openai.InvalidRequest("", "We could not parse the JSON body of your request: %v", err))
 	}
-	prompts, err := embeddingInputs(r.Prompt)
+	prompts, err := textInputs(r.Prompt)
 	if len(r.Prompt) == 0 || err != nil || len(prompts) == 0 {
 		return respondError(emit, openai.InvalidRequest("prompt", "prompt must be a string, an array of strings, or token arrays"))
 	}

@@ -58,7 +58,7 @@ func (p *Provider) tunnelModerations(req *execution.ProviderTunnelRequest, emit 
 // them all) of which the sim judges text only — an image part is
 // refused, not judged unseen.
 func moderationInputs(raw json.RawMessage) ([]string, *openai.Error) {
-	if inputs, err := embeddingInputs(raw); len(raw) > 0 && err == nil && len(inputs) > 0 {
+	if inputs, err := textInputs(raw); len(raw) > 0 && err == nil && len(inputs) > 0 {
 		return inputs, nil
 	}
 	var parts []struct {

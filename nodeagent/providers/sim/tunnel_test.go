@@ -304,3 +304,15 @@ func TestTunnelEmbeddingsRefuseEmptyInput(t *testing.T) {
 		t.Errorf("token ids: %d %s", status, b)
 	}
 }
+
+// TestEmptyTextOutsideEmbeddings: an empty prompt or moderation input is
+// answered (as OpenAI answers it); only an embedding of nothing is
+// refused (TestTunnelEmbeddingsRefuseEmptyInput).
+func TestEmptyTextOutsideEmbeddings(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	for path, body := range map[string]string{"/v1/completions": `{"model":"m","prompt":""}`, "/v1/moderations": `{"model":"m","input":""}`} {
+		if status, b := tunnel(t, p, path, body); status != http.StatusOK {
+			t.Errorf("%s %s: %d %s", path, body, status, b)
+		}
+	}
+}
