@@ -92,9 +92,10 @@ func TestSimRefusesOutputItCannotMake(t *testing.T) {
 }
 
 // TestTunnelToolChoiceNamesAnUnknownTool: a tool_choice naming a tool the
-// request does not define is refused (as OpenAI and Anthropic refuse it)
-// on every API and on the normalized path, never answered with a call of
-// another tool; one it defines is the tool called.
+// request does not define, or requiring a call of none, is refused (as
+// OpenAI and Anthropic refuse it) on every API and on the normalized
+// path, never answered with a call of another tool or with text; one it
+// defines is the tool called.
 func TestTunnelToolChoiceNamesAnUnknownTool(t *testing.T) {
 	p := New(Config{TokenLatency: time.Microsecond})
 	chatTools := `"tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},{"type":"function","function":{"name":"b","parameters":{"type":"object"}}}]`
@@ -110,6 +111,17 @@ func TestTunnelToolChoiceNamesAnUnknownTool(t *testing.T) {
 			tc.called != "" && (status != http.StatusOK || !bytes.Contains(body, []byte(tc.called))) {
 			t.Errorf("%s %s: %d %s", tc.path, tc.body, status, body)
 		}
+	}
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"function","function":{"name":"zzz"}}}`,
+	} {
+		if status, b := tunnel(t, p, "/v1/chat/completions", body); status != http.StatusBadRequest || !bytes.Contains(b, []byte(`"param":"tool_choice"`)) {
+			t.Errorf("no tools, %s: %d %s", body, status, b)
+		}
+	}
+	if status, b := tunnel(t, p, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"auto"}`); status != http.StatusOK {
+		t.Errorf("no tools, auto: %d %s", status, b)
 	}
 	r := req("hi")
 	r.Params.Tools = []byte(`[{"type":"function","function":{"name":"a"}}]`)

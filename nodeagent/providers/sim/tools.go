@@ -65,9 +65,13 @@ func namedTool(choice json.RawMessage) string {
 }
 
 // toolChoiceRefusal is the error of a tool_choice naming a tool the
-// request does not define, which OpenAI and Anthropic refuse: never
-// answered with a call of another tool.
+// request does not define, or requiring a call with no tools to call,
+// which OpenAI and Anthropic refuse: never answered with a call of
+// another tool, or with none.
 func toolChoiceRefusal(p execution.GenerationParams) *openai.Error {
+	if required(p.ToolChoice) && len(tools(p.Tools)) == 0 {
+		return openai.InvalidRequest("tool_choice", "tool_choice requires a tool call, and there are no tools: add tools, or leave tool_choice unset.")
+	}
 	want := namedTool(p.ToolChoice)
 	if want == "" {
 		return nil
@@ -78,6 +82,15 @@ func toolChoiceRefusal(p execution.GenerationParams) *openai.Error {
 		}
 	}
 	return openai.InvalidRequest("tool_choice", "tool_choice names the tool %q, which is not in tools.", want[:min(len(want), 64)])
+}
+
+// required reports whether a tool_choice requires a call: Chat's and the
+// Responses API's "required", Anthropic's {"type":"any"}, or a named tool.
+func required(choice json.RawMessage) bool {
+	var kind struct {
+		Type string `json:"type"`
+	}
+	return strings.TrimSpace(string(choice)) == `"required"` || json.Unmarshal(choice, &kind) == nil && kind.Type == "any" || namedTool(choice) != ""
 }
 
 func chosenTool(p execution.GenerationParams) (simTool, bool) {
