@@ -65,12 +65,17 @@ func continueAfter(tokens []string, prefix string) []string {
 	return out
 }
 
+// composeFor answers the conversation's last user message, or the tool
+// result after it: not a system prompt, nor what the assistant said (a
+// conversation of neither is greeted).
 func (p *Provider) composeFor(msgs []execution.Message, params execution.GenerationParams) answer {
 	a := answer{finish: "stop"}
 	var last execution.Message
 	for _, m := range msgs {
 		a.promptTokens += int64(len(strings.Fields(m.Content)))
-		last = m
+		if m.Role == "user" || m.Role == "tool" {
+			last = m
+		}
 	}
 	if tool, ok := chosenTool(params); ok && last.Role == "user" {
 		h := fnv.New32a()

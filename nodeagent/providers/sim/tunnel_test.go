@@ -316,3 +316,25 @@ func TestEmptyTextOutsideEmbeddings(t *testing.T) {
 		}
 	}
 }
+
+// TestSimAnswersTheLastUserMessage: the sim answers what the user said
+// last — not a system prompt, nor the assistant's own last words — and
+// greets a conversation with nothing from the user.
+func TestSimAnswersTheLastUserMessage(t *testing.T) {
+	p := New(Config{TokenLatency: time.Microsecond})
+	for messages, want := range map[string]string{
+		`[{"role":"system","content":"be brief"}]`:                                                  "Hello from iop-sim",
+		`[{"role":"user","content":"hi"},{"role":"assistant","content":"Hello there."}]`:            "You said: hi.",
+		`[{"role":"system","content":"be brief"},{"role":"user","content":"tea or coffee"}]`:        "You said: tea or coffee.",
+		`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c","content":"sunny"}]`:     "The tool returned: sunny.",
+		`[{"role":"developer","content":"rules"},{"role":"assistant","content":"How can I help?"}]`: "Hello from iop-sim",
+	} {
+		status, body := tunnel(t, p, "/v1/chat/completions", `{"model":"m","messages":`+messages+`}`)
+		var v struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		if err := json.Unmarshal(body, &v); err != nil || status != http.StatusOK || len(v.Choices) != 1 || !strings.HasPrefix(v.Choices[0].Message.Content, want) {
+			t.Errorf("%s: %d %s, want %q…", messages, status, body, want)
+		}
+	}
+}
