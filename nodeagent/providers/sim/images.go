@@ -81,9 +81,12 @@ func readImageAsk(n, size, responseFormat, outputFormat, background string, stre
 // draw encodes the flat image the request asked for — grey, or nothing
 // on a transparent background — as base64.
 func (ask imageAsk) draw() string {
-	var img image.Image = image.NewNRGBA(image.Rect(0, 0, ask.width, ask.height)) // transparent
-	if !ask.transparent {
-		grey := image.NewGray(image.Rect(0, 0, ask.width, ask.height))
+	bounds := image.Rect(0, 0, ask.width, ask.height)
+	var img image.Image
+	if ask.transparent {
+		img = image.NewNRGBA(bounds) // every pixel transparent
+	} else {
+		grey := image.NewGray(bounds)
 		for i := range grey.Pix {
 			grey.Pix[i] = 0x80
 		}
