@@ -111,19 +111,17 @@ func (s *Server) show(c echo.Context) error {
 	if e != nil {
 		return s.WriteError(c, e)
 	}
-	for _, m := range s.Models(c) {
-		if m == name {
-			return c.JSON(http.StatusOK, map[string]any{
-				"modelfile": "# served by iop", "parameters": "", "template": "",
-				"details":      map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}},
-				"model_info":   map[string]any{},
-				"capabilities": []string{"completion", "tools"},
-				"modified_at":  s.Started.UTC(),
-			})
-		}
+	if !slices.Contains(s.Models(c), name) {
+		nf := ollama.ModelNotFound(name)
+		return c.JSONBlob(nf.Status, nf.Body())
 	}
-	nf := ollama.ModelNotFound(name)
-	return c.JSONBlob(nf.Status, nf.Body())
+	return c.JSON(http.StatusOK, map[string]any{
+		"modelfile": "# served by iop", "parameters": "", "template": "",
+		"details":      map[string]any{"format": "gguf", "family": "iop", "families": []string{"iop"}},
+		"model_info":   map[string]any{},
+		"capabilities": []string{"completion", "tools"},
+		"modified_at":  s.Started.UTC(),
+	})
 }
 
 // modelAsked is the model a request body names (model, or the older
