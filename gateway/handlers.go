@@ -83,7 +83,7 @@ func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call
 	in := c.Request().Header
 	sreq := &streamgate.Request{Surface: s, Model: call.Model, Stream: call.Stream, IncludeUsage: call.IncludeUsage,
 		Fallbacks: cfg.model(call.Model).Fallbacks, Echo: call.Echo, SideEffects: call.SideEffects, OutputLimit: call.OutputLimit,
-		Reshape: call.Reshape, RequestID: access(c).RequestID, PromptEstimate: promptEstimate(call, body), Answer: call.Answer, Prefill: call.Prefill}
+		Reshape: call.Reshape, RequestID: access(c).RequestID, PromptEstimate: promptEstimate(call, body), Answer: call.Answer, Prefill: call.Prefill, Uncharged: s.Counts}
 	sreq.Work.Refuse = call.Refuse
 	switch {
 	case s.Native:

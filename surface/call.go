@@ -97,6 +97,19 @@ func decodeResponses(body []byte, lim openai.Limits) (*Call, *openai.Error) {
 	return c, nil
 }
 
+// decodeInputTokens reads a Responses token count: checked as a Responses
+// request is (its input optional), and routed by its model, to the
+// provider keeping the previous response it names.
+func decodeInputTokens(body []byte, lim openai.Limits) (*Call, *openai.Error) {
+	req, e := openai.DecodeInputTokensRequest(body, lim)
+	if e != nil {
+		return nil, e
+	}
+	c := &Call{Model: req.Model, Checked: true}
+	c.Echo.PreviousResponseID = req.PreviousResponseID
+	return c, nil
+}
+
 // decodeTunnelOnly reads the model and stream flag of an OpenAI request
 // that only tunnels (embeddings, legacy completions, moderations, images,
 // rerank).

@@ -34,6 +34,9 @@ type Surface struct {
 	// NoOutput: the answer generates no output tokens (an embedding, a
 	// token count), so none are reserved.
 	NoOutput bool
+	// Counts: the answer is a token count, not usage: nothing is charged
+	// for it (the APIs that define counts do not bill them either).
+	Counts bool
 
 	decode func(body []byte, lim openai.Limits) (*Call, *openai.Error)
 	// form, for a multipart/form-data surface, decodes by the body's
@@ -72,6 +75,11 @@ var (
 		Tunnels: true, decode: decodeChat, encode: encodeChat}
 	Responses = &Surface{Name: "responses", Path: "/v1/responses", Serves: wire.SurfaceResponses, Dialect: eventstream.DialectResponses,
 		Tunnels: true, decode: decodeResponses, encode: encodeResponses}
+	// InputTokens is the Responses API's token count: native only (no
+	// Chat equivalent), to the provider keeping a previous response it
+	// names, like a new response.
+	InputTokens = &Surface{Name: "responses.input_tokens", Path: "/v1/responses/input_tokens", Serves: wire.SurfaceResponses,
+		Dialect: eventstream.DialectResponses, TunnelOnly: true, Tunnels: true, NoOutput: true, Counts: true, decode: decodeInputTokens}
 	Completions = tunnelOnly("completions", "/v1/completions", wire.SurfaceCompletions, false)
 	Embeddings  = tunnelOnly("embeddings", "/v1/embeddings", wire.SurfaceEmbeddings, true)
 	// Moderations' model is optional: OpenAI's API defaults it to
@@ -89,7 +97,7 @@ var (
 	Messages = &Surface{Name: "messages", Path: "/v1/messages", Serves: wire.SurfaceMessages, Dialect: eventstream.DialectAnthropic,
 		Shape: ShapeAnthropic, Tunnels: true, decode: decodeMessages, encode: encodeMessages}
 	CountTokens = &Surface{Name: "messages.count_tokens", Path: "/v1/messages/count_tokens", Serves: wire.SurfaceMessages,
-		Dialect: eventstream.DialectAnthropic, Shape: ShapeAnthropic, TunnelOnly: true, Tunnels: true, NoOutput: true, decode: decodeCountTokens}
+		Dialect: eventstream.DialectAnthropic, Shape: ShapeAnthropic, TunnelOnly: true, Tunnels: true, NoOutput: true, Counts: true, decode: decodeCountTokens}
 
 	OllamaChat = &Surface{Name: "ollama.chat", Path: "/api/chat", Serves: wire.SurfaceOllama, Dialect: eventstream.DialectOllama,
 		Shape: ShapeOllama, Native: true, decode: decodeOllamaRun(false), encode: encodeOllama(false)}
@@ -102,7 +110,7 @@ var (
 )
 
 // All are the surfaces, in the order the routes are listed.
-var All = []*Surface{Chat, Responses, Embeddings, Completions, Moderations, Images, ImageEdits, Rerank, Speech, Transcriptions, Translations,
+var All = []*Surface{Chat, Responses, InputTokens, Embeddings, Completions, Moderations, Images, ImageEdits, Rerank, Speech, Transcriptions, Translations,
 	Messages, CountTokens,
 	OllamaChat, OllamaGenerate, OllamaEmbed, OllamaEmbeddings}
 

@@ -52,6 +52,7 @@ func TestDecode(t *testing.T) {
 	bodies := map[*Surface]string{
 		Chat:             `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
 		Responses:        `{"model":"m","stream":true,"input":"hi"}`,
+		InputTokens:      `{"model":"m","input":"hi"}`,
 		Completions:      `{"model":"m","stream":true,"prompt":"hi"}`,
 		Embeddings:       `{"model":"m","input":"hi"}`,
 		Moderations:      `{"model":"m","input":"hi"}`,
@@ -234,5 +235,27 @@ func TestModerationsDefaultModel(t *testing.T) {
 	}
 	if _, e := Images.Decode([]byte(`{"prompt":"a cat"}`), "application/json", lim); e == nil || e.Param != "model" {
 		t.Errorf("an image request without a model (whose default depends on its parameters) was not refused: %v", e)
+	}
+}
+
+// TestInputTokensDecode: a Responses token count is checked as a Responses
+// request, its input optional; it names the previous response it
+// continues (for the pin), and it is a count: nothing charged.
+func TestInputTokensDecode(t *testing.T) {
+	c, e := InputTokens.Decode([]byte(`{"model":"m","instructions":"be brief","previous_response_id":"resp_1"}`), "application/json", lim)
+	if e != nil || c.Echo.PreviousResponseID != "resp_1" || c.Stream {
+		t.Fatalf("%+v %v", c, e)
+	}
+	if !InputTokens.Counts || !CountTokens.Counts || Responses.Counts || Messages.Counts {
+		t.Error("only the token counts are counts")
+	}
+	for body, param := range map[string]string{
+		`{"model":"m","input":7}`:                    "input",
+		`{"model":"m","input":"hi","temperature":9}`: "temperature",
+		`{"model":"m","max_output_tokens":0}`:        "max_output_tokens",
+	} {
+		if _, e := InputTokens.Decode([]byte(body), "application/json", lim); e == nil || e.Status != http.StatusBadRequest || e.Param != param {
+			t.Errorf("%s: %+v, want a 400 naming %s", body, e, param)
+		}
 	}
 }

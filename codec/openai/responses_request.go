@@ -73,6 +73,17 @@ type responsesTool struct {
 
 // DecodeResponsesRequest decodes and validates a Responses API body.
 func DecodeResponsesRequest(body []byte, l Limits) (*ResponsesRequest, *Error) {
+	return decodeResponses(body, l, false)
+}
+
+// DecodeInputTokensRequest decodes and validates the body of a Responses
+// token count (POST /v1/responses/input_tokens): a Responses request
+// whose input may be absent (instructions or tools alone are counted).
+func DecodeInputTokensRequest(body []byte, l Limits) (*ResponsesRequest, *Error) {
+	return decodeResponses(body, l, true)
+}
+
+func decodeResponses(body []byte, l Limits, count bool) (*ResponsesRequest, *Error) {
 	l = l.withDefaults()
 	var w responsesWire
 	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
@@ -96,11 +107,13 @@ func DecodeResponsesRequest(body []byte, l Limits) (*ResponsesRequest, *Error) {
 		r.Instructions = *w.Instructions
 		r.Messages = append(r.Messages, execution.Message{Role: "system", Content: *w.Instructions})
 	}
-	msgs, e := decodeInput(w.Input, l, &r.Neutral)
-	if e != nil {
-		return nil, e
+	if !count || len(nonNull(w.Input)) > 0 {
+		msgs, e := decodeInput(w.Input, l, &r.Neutral)
+		if e != nil {
+			return nil, e
+		}
+		r.Messages = append(r.Messages, msgs...)
 	}
-	r.Messages = append(r.Messages, msgs...)
 	if e := checkSampling(w.Temperature, w.TopP, nil, nil); e != nil {
 		return nil, e
 	}

@@ -46,6 +46,8 @@ func (k *keeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"r","object":"model","created":0,"owned_by":"k"}]}`))
 	case r.URL.Path == "/v1/responses" && r.Method == http.MethodPost:
 		k.create(w, r)
+	case r.URL.Path == "/v1/responses/input_tokens" && r.Method == http.MethodPost:
+		k.count(w, r)
 	case named:
 		k.named.Add(1)
 		id, sub, _ := strings.Cut(rest, "/")
@@ -118,6 +120,26 @@ func (k *keeper) create(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// count answers POST /v1/responses/input_tokens: the stored input it
+// continues counts 100, the new input 1; a previous response this keeper
+// does not have is OpenAI's 400.
+func (k *keeper) count(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Previous string `json:"previous_response_id"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	n := 1
+	if req.Previous != "" {
+		if _, ok := k.byID[req.Previous]; !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprintf(w, `{"error":{"message":"Previous response with id '%s' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}`, req.Previous)
+			return
+		}
+		n += 100
+	}
+	_, _ = fmt.Fprintf(w, `{"object":"response.input_tokens","input_tokens":%d}`, n)
+}
+
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil
@@ -127,9 +149,9 @@ func nilIfEmpty(s string) any {
 
 // TestStoredResponsesFollowTheirProvider: with two upstreams that each
 // keep their own responses behind one model, every request naming a
-// stored response — retrieve, input items, cancel, delete, and a new
+// stored response — retrieve, input items, cancel, delete, a new
 // response continuing it (previous_response_id), JSON or learned from a
-// stream — reaches the upstream that made it (the official SDK, through
+// stream, and the token count of one — reaches the upstream that made it (the official SDK, through
 // the edge), never the other, which does not know it; another key, an
 // unknown id and a deleted response get a 404 without an upstream
 // request.
@@ -194,6 +216,11 @@ func TestStoredResponsesFollowTheirProvider(t *testing.T) {
 		next, err := team.Responses.New(ctx, responses.ResponseNewParams{Model: "r", Input: in("more"), PreviousResponseID: oai.String(r.ID)})
 		if err != nil || next.OutputText() != "from "+owner.name+" after "+r.ID {
 			t.Fatalf("continuing %s (%d): %+v %v", r.ID, i, next, err)
+		}
+		count, err := team.Responses.InputTokens.Count(ctx, responses.InputTokenCountParams{Model: oai.String("r"), PreviousResponseID: oai.String(r.ID),
+			Input: responses.InputTokenCountParamsInputUnion{OfString: oai.String("more")}})
+		if err != nil || count.InputTokens != 101 {
+			t.Fatalf("counting a continuation of %s: %+v %v", r.ID, count, err)
 		}
 	}
 

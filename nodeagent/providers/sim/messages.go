@@ -64,7 +64,8 @@ func thinks(body []byte) bool {
 }
 
 // tunnelCountTokens answers POST /v1/messages/count_tokens with the
-// prompt's token count as the sim counts it for usage.
+// prompt's token count as the sim counts it for usage. A count is not
+// usage: none is reported.
 func (p *Provider) tunnelCountTokens(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
 	r, ae := anthropic.DecodeCount(req.Body)
 	if ae != nil {
@@ -74,7 +75,7 @@ func (p *Provider) tunnelCountTokens(req *execution.ProviderTunnelRequest, emit 
 		return respondMessagesError(emit, unreadable(r.Lost))
 	}
 	n := p.compose(r.Run).usage().PromptTokens
-	return respondJSON(emit, map[string]int64{"input_tokens": n}, &execution.TokenUsage{PromptTokens: n, TotalTokens: n})
+	return respondJSON(emit, map[string]int64{"input_tokens": n}, nil)
 }
 
 // unreadable is the error of a request with a content block the sim

@@ -36,6 +36,21 @@ func (p *Provider) tunnelResponses(ctx context.Context, req *execution.ProviderT
 	return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
 }
 
+// tunnelInputTokens answers POST /v1/responses/input_tokens with the
+// input tokens the sim's answer to the same request would report. A count
+// is not usage: none is reported.
+func (p *Provider) tunnelInputTokens(req *execution.ProviderTunnelRequest, emit *execution.FrameEmitter) error {
+	r, e := openai.DecodeInputTokensRequest(req.Body, openai.Limits{})
+	if e != nil {
+		return respondError(emit, e)
+	}
+	if e := cmp.Or(r.Neutral, statelessRefusal(req.Body)); e != nil {
+		return respondError(emit, e)
+	}
+	n := p.compose(r.RunRequest()).usage().PromptTokens
+	return respondJSON(emit, map[string]any{"object": "response.input_tokens", "input_tokens": n}, nil)
+}
+
 // statelessRefusal is the error of a Responses request that names state
 // the sim never stored: OpenAI's own for an unknown previous response.
 func statelessRefusal(body []byte) *openai.Error {

@@ -67,6 +67,8 @@ func (p *Provider) Tunnel(ctx context.Context, req *execution.ProviderTunnelRequ
 		return p.tunnelJSON(ctx, run, emit, respondError, acc.Add, acc.Body)
 	case req.Method == http.MethodPost && path == "/v1/responses":
 		return p.tunnelResponses(ctx, req, emit)
+	case req.Method == http.MethodPost && path == "/v1/responses/input_tokens":
+		return p.tunnelInputTokens(req, emit)
 	case strings.HasPrefix(path, "/v1/responses/"):
 		return respondError(emit, storedNotFound(path))
 	}
