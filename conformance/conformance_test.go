@@ -69,7 +69,6 @@ var expectedDiffs = map[string][]string{
 	"ollama-normalized|chat-stream:midstream-error": {"error"},
 	"ollama-normalized|chat-stream:truncate-clean":  {"error", "chunks", "text"},
 	"ollama-normalized|ollama-chat:truncate-clean":  {"chunks"},
-	"ollama-normalized|show:ok":                     {"text"},
 }
 
 func allowed(path, scenario string) map[string]bool {

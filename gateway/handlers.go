@@ -120,6 +120,21 @@ func (g *Gateway) request(c echo.Context, s *surface.Surface, call *surface.Call
 	return sreq
 }
 
+// showNative answers an Ollama /api/show from a provider of the model
+// speaking Ollama's API natively, as any request to it is served (keys,
+// limits, failover before commit), charged nothing and without fallback
+// models: another model's details are not this one's. False when no such
+// provider is admissible.
+func (g *Gateway) showNative(c echo.Context, model string, body []byte) (bool, error) {
+	if !g.pool.SpeaksOllama(model) {
+		return false, nil
+	}
+	show := &execution.CommandRequest{Command: execution.CommandOllamaAPI, Method: http.MethodPost, Path: surface.OllamaShow.Path, Body: body, RunID: ids.NewWith("run_")}
+	sreq := &streamgate.Request{Surface: surface.OllamaShow, Model: model, Need: streamgate.NeedOllamaAPI, Uncharged: true,
+		RequestID: access(c).RequestID, Work: streamgate.Work{Native: show}}
+	return true, g.serve(c, sreq)
+}
+
 // forModel is w for model m: each form's body with the model's bytes
 // replaced (every other byte as the client sent it; a multipart form's
 // model field, for the tunnel).

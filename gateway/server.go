@@ -37,7 +37,7 @@ func (g *Gateway) newEcho() *echo.Echo {
 	e.GET("/v1/models/:model", g.getModel)
 	stored.Routes(e, g.storedResponse)
 
-	(&ollamameta.Server{Models: g.modelNames, ReadBody: g.readBody, WriteError: writeError, Started: g.started}).Routes(e)
+	(&ollamameta.Server{Models: g.modelNames, ReadBody: g.readBody, WriteError: writeError, Started: g.started, Show: g.showNative}).Routes(e)
 
 	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapi.Spec) })
 

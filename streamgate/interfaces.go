@@ -74,6 +74,7 @@ const (
 	NeedAny         Need = iota // events or tunnel
 	NeedTunnel                  // only tunnel-capable providers (embeddings)
 	NeedOllamaAware             // prefers native Ollama for /api routes
+	NeedOllamaAPI               // only providers speaking Ollama's API natively (/api/show)
 )
 
 // Work is what an attempt should do; the dispatcher picks the form the

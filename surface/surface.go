@@ -109,6 +109,12 @@ var (
 		Shape: ShapeOllama, Native: true, Tunnels: true, decode: decodeOllamaEmbed(true)}
 )
 
+// OllamaShow is /api/show sent to a provider speaking Ollama's API
+// natively, for the model's own details; not a decoded route (the edge
+// answers it itself when no such provider serves the model).
+var OllamaShow = &Surface{Name: "ollama.show", Path: "/api/show", Serves: wire.SurfaceOllama, Dialect: eventstream.DialectOllama,
+	Shape: ShapeOllama, Native: true, NoOutput: true}
+
 // All are the surfaces, in the order the routes are listed.
 var All = []*Surface{Chat, Responses, InputTokens, Embeddings, Completions, Moderations, Images, ImageEdits, Rerank, Speech, Transcriptions, Translations,
 	Messages, CountTokens,

@@ -1,6 +1,7 @@
 // Package ollamameta answers the Ollama API's routes about models rather
 // than with them — the server check, version, tags, ps, show and pull —
-// from the models the edge serves, without reaching a provider; the
+// from the models the edge serves, without reaching a provider (show
+// hands a model with a native Ollama provider back to the gateway); the
 // routes that would change those models (create, copy, push, delete,
 // blobs) are refused.
 package ollamameta
@@ -31,6 +32,11 @@ type Server struct {
 	WriteError func(c echo.Context, e *openai.Error) error
 	// Started is when the gateway started: every model's modified_at.
 	Started time.Time
+	// Show, when set, answers /api/show for model from a provider that
+	// speaks Ollama's API natively — the model's own details, parameters,
+	// template, context length and capabilities — and reports false when
+	// none serves the model, for the edge to answer.
+	Show func(c echo.Context, model string, body []byte) (bool, error)
 }
 
 // Routes registers the routes on e.
@@ -106,14 +112,22 @@ func (s *Server) ps(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"models": s.models(c, true)})
 }
 
+// show answers /api/show: from the model's native Ollama provider when
+// one serves it, else with what the edge knows (no details it would have
+// to make up).
 func (s *Server) show(c echo.Context) error {
-	name, _, e := s.modelAsked(c)
+	name, body, e := s.modelAsked(c)
 	if e != nil {
 		return s.WriteError(c, e)
 	}
 	if !slices.Contains(s.Models(c), name) {
 		nf := ollama.ModelNotFound(name)
 		return c.JSONBlob(nf.Status, nf.Body())
+	}
+	if s.Show != nil {
+		if shown, err := s.Show(c, name, body); shown {
+			return err
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"modelfile": "# served by iop", "parameters": "", "template": "",
@@ -125,16 +139,15 @@ func (s *Server) show(c echo.Context) error {
 }
 
 // modelAsked is the model a request body names (model, or the older
-// name), with the body's stream flag (nil when absent).
-func (s *Server) modelAsked(c echo.Context) (string, *bool, *openai.Error) {
+// name), with the body.
+func (s *Server) modelAsked(c echo.Context) (string, []byte, *openai.Error) {
 	body, e := s.ReadBody(c)
 	if e != nil {
 		return "", nil, e
 	}
 	var req struct {
-		Model  string `json:"model"`
-		Name   string `json:"name"`
-		Stream *bool  `json:"stream"`
+		Model string `json:"model"`
+		Name  string `json:"name"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return "", nil, openai.InvalidRequest("", "invalid JSON: %v", err)
@@ -145,7 +158,15 @@ func (s *Server) modelAsked(c echo.Context) (string, *bool, *openai.Error) {
 	if req.Model == "" {
 		return "", nil, openai.InvalidRequest("model", "model is required")
 	}
-	return req.Model, req.Stream, nil
+	return req.Model, body, nil
+}
+
+// streamOff reports whether an Ollama request body sets stream false.
+func streamOff(body []byte) bool {
+	var req struct {
+		Stream *bool `json:"stream"`
+	}
+	return json.Unmarshal(body, &req) == nil && req.Stream != nil && !*req.Stream
 }
 
 // pull answers /api/pull (`ollama pull`, a client's "download model"): a
@@ -154,7 +175,7 @@ func (s *Server) modelAsked(c echo.Context) (string, *bool, *openai.Error) {
 // or one JSON object with stream false — with no progress made up. iop
 // does not pull models onto its nodes: any other model is a 404 saying so.
 func (s *Server) pull(c echo.Context) error {
-	name, stream, e := s.modelAsked(c)
+	name, body, e := s.modelAsked(c)
 	if e != nil {
 		return s.WriteError(c, e)
 	}
@@ -162,7 +183,7 @@ func (s *Server) pull(c echo.Context) error {
 		nf := &ollama.Error{Status: http.StatusNotFound, Message: "model '" + ids.Clip(name) + "' is not served by this gateway, and iop does not pull models: pull it with the Ollama next to a node, or add it to a provider's models"}
 		return c.JSONBlob(nf.Status, nf.Body())
 	}
-	if stream != nil && !*stream {
+	if streamOff(body) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "success"})
 	}
 	return c.Blob(http.StatusOK, "application/x-ndjson", []byte(`{"status":"success"}`+"\n"))

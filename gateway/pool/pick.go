@@ -20,7 +20,7 @@ func (p *Pool) admissibleLocked(pp *pooled, model string, need streamgate.Need, 
 	if e := p.overlay[pp.key]; e != nil && e.lowered {
 		return false
 	}
-	if need == streamgate.NeedTunnel && !tunnelable(pp.ad, surface) {
+	if need == streamgate.NeedTunnel && !tunnelable(pp.ad, surface) || need == streamgate.NeedOllamaAPI && !pp.ad.GetSupportsOllamaApi() {
 		return false
 	}
 	return true

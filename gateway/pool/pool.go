@@ -332,6 +332,14 @@ func (p *Pool) Tunnels(model, surface string) bool {
 	return len(p.routableLocked(model, streamgate.NeedTunnel, surface, p.aliases)) > 0
 }
 
+// SpeaksOllama reports whether an admissible provider of model speaks
+// Ollama's API natively (takes an ollama_api command).
+func (p *Pool) SpeaksOllama(model string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.routableLocked(model, streamgate.NeedOllamaAPI, wire.SurfaceOllama, p.aliases)) > 0
+}
+
 // InUse returns the number of leased slots.
 func (p *Pool) InUse() int {
 	p.mu.Lock()

@@ -293,6 +293,14 @@ func TestPoolRoutesBySurfaceAndOllamaNames(t *testing.T) {
 	if !p.Tunnels("m", "responses") || p.Tunnels("llama3.2", "responses") {
 		t.Fatal("Tunnels")
 	}
+	ol.SupportsOllamaApi = true
+	p.SetNode("n1", 1, []*wire.ProviderAdvertisement{chat, resp, ol})
+	if !p.SpeaksOllama("llama3.2:latest") || p.SpeaksOllama("m") {
+		t.Fatal("SpeaksOllama")
+	}
+	if _, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: "m", Need: streamgate.NeedOllamaAPI}); !errors.Is(err, streamgate.ErrNoProvider) {
+		t.Fatalf("an Ollama API request for a model no Ollama serves: %v", err)
+	}
 	for model, want := range map[string]string{"llama3.2:latest": "llama3.2", "llama3.2": "llama3.2", "qwen3:8b": "qwen3:8b", "qwen3": ""} {
 		l, err := p.Acquire(ctx, ProviderPoolDispatchRequest{Model: model})
 		if want == "" {
