@@ -38,15 +38,35 @@ type Dispatcher struct {
 
 var _ streamgate.Dispatcher = (*Dispatcher)(nil)
 
-// Dispatch implements [streamgate.Dispatcher].
+// Dispatch implements [streamgate.Dispatcher]. A provider whose adapter
+// cannot take the request's translated form (buildDown's refusal) is
+// passed over for the model's others; the refusal is the client's only
+// when none of them can take it.
 func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchRequest) (streamgate.Attempt, error) {
-	l, err := d.Pool.Acquire(ctx, d.poolRequest(req))
-	if err != nil {
-		return nil, err
+	var refused error
+	for {
+		l, err := d.Pool.Acquire(ctx, d.poolRequest(req))
+		if err != nil {
+			if refused != nil && errors.Is(err, streamgate.ErrNoProvider) {
+				return nil, refused
+			}
+			return nil, err
+		}
+		attempt, err := d.open(ctx, l, req.Work)
+		if !errors.As(err, new(*streamgate.RefusedError)) {
+			return attempt, err
+		}
+		refused = err
+		req.Exclude = append(req.Exclude[:len(req.Exclude):len(req.Exclude)], l.ProviderID)
 	}
+}
+
+// open starts an attempt of w on the leased provider (releasing the lease
+// when it cannot).
+func (d *Dispatcher) open(ctx context.Context, l *pool.Lease, w streamgate.Work) (streamgate.Attempt, error) {
 	attemptID := ids.New()
 	ctx, span := d.startSpan(ctx, l)
-	down, kind, err := buildDown(l, tracedWork(ctx, req.Work), attemptID)
+	down, kind, err := buildDown(l, tracedWork(ctx, w), attemptID)
 	if err != nil {
 		span.SetStatus(codes.Error, "dispatch refused")
 		span.End()

@@ -87,3 +87,38 @@ func TestContentPartsAProviderCannotRead(t *testing.T) {
 		t.Errorf("an earlier turn's thinking: %+v %v", m, err)
 	}
 }
+
+// TestContentPartsOnAMixedModel: a model served both by a provider that
+// reads only the neutral form (the sim, translated) and by one that gets
+// the Chat body itself (an OpenAI-compatible upstream) serves a request
+// with a part the first cannot read on the second, every time — not a
+// 400 or an answer depending on which provider the pool picked; only
+// when no provider of the model can take it is the refusal the client's.
+func TestContentPartsOnAMixedModel(t *testing.T) {
+	c := Start(t, Options{}, func(c *Cluster) []NodeSpec {
+		sims := []nodeagent.ProviderConfig{}
+		for _, id := range []string{"sim-1", "sim-2"} {
+			s := Sim(id, nodeagent.SimConfig{})
+			s.Models, s.Path = []string{"mixed", "sim-only"}, nodeagent.PathNormalized
+			sims = append(sims, s)
+		}
+		return []NodeSpec{{ID: "n", Providers: append(sims, c.WallProvider("w", "openai", nodeagent.PathNormalized, "mixed"))}}
+	})
+	client := oai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	audio := oai.UserMessage([]oai.ChatCompletionContentPartUnionParam{oai.TextContentPart("what is said?"),
+		oai.InputAudioContentPart(oai.ChatCompletionContentPartInputAudioInputAudioParam{Data: "AAAA", Format: "wav"})})
+	for i := range 8 {
+		r, err := client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{Model: "mixed", Messages: []oai.ChatCompletionMessageParamUnion{audio}})
+		if err != nil || len(r.Choices) != 1 {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if n := len(c.Wall.AttemptsFor("mixed")); n != 8 {
+		t.Fatalf("the upstream that can read the audio got %d of 8 requests", n)
+	}
+	_, err := client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{Model: "sim-only", Messages: []oai.ChatCompletionMessageParamUnion{audio}})
+	var apiErr *oai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "messages[0].content[1].type" {
+		t.Fatalf("a model no provider of which can read it: %v", err)
+	}
+}
