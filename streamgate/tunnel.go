@@ -1,10 +1,12 @@
 package streamgate
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/iopgw/iop/codec/eventstream"
+	"github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/httphdr"
 	"github.com/iopgw/iop/surface"
@@ -210,15 +212,8 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 		}
 		return &outcome{kind: outUpstream, upstream: upstreamFromTunnel(t.status, t.header, t.buf), errHead: head, errBody: body}
 	case tunnelBuffer:
-		if strings.Contains(strings.ToLower(t.header.Get("Content-Type")), "json") {
-			var u *execution.TokenUsage
-			if t.reshape == nil { // the client gets this body: its output (and id) are read from the same parse
-				u, t.output, rt.sum.ResponseID = eventstream.BodyUsageOutput(t.buf)
-				t.outputRead = true
-			} else {
-				u = eventstream.BodyUsage(t.buf)
-			}
-			rt.sum.Usage = observed(u, rt.sum.Usage)
+		if o := ar.wholeAnswer(); o != nil {
+			return o
 		}
 		if t.reshape != nil {
 			t.status, t.header, t.buf = t.reshape(t.status, t.header, t.buf)
@@ -260,6 +255,46 @@ func (ar *attemptRun) tunnelEnd() *outcome {
 	}
 	rt.resp.terminal()
 	return &outcome{kind: outSuccess}
+}
+
+// wholeAnswer reads a whole (buffered) answer's usage, output and
+// response id from one parse. An answer that is not one — an empty, cut
+// or malformed body, a body that is not JSON where the API answers JSON
+// (everywhere but the media surfaces' text transcripts), or a whole JSON
+// body where the client asked for an event stream, which its SDK would
+// read as an empty stream — is the provider's failure, never a success:
+// nothing was committed, so it fails over as a server error would.
+func (ar *attemptRun) wholeAnswer() *outcome {
+	t, rt := ar.tun, ar.rt
+	jsonType := strings.Contains(strings.ToLower(t.contentType), "json")
+	if !jsonType && t.surface.Dialect == eventstream.DialectAudio || t.status >= 300 || t.status == http.StatusNoContent || t.status == http.StatusResetContent {
+		return nil // a transcript as text, srt or vtt; a redirect; no content by status
+	}
+	a := eventstream.ReadAnswer(t.buf)
+	switch {
+	case len(t.buf) == 0:
+		return invalidAnswer(fmt.Sprintf("The provider answered HTTP %d with an empty body.", t.status))
+	case !a.Whole:
+		return invalidAnswer(fmt.Sprintf("The provider answered HTTP %d with a body that is not whole JSON (cut or malformed).", t.status))
+	case a.Err != nil:
+		// An error reported with a success status, as a 200 stream's
+		// first event may report one: its own status class.
+		return &outcome{kind: outUpstream, upstream: a.Err}
+	case rt.req.Stream && t.surface.Dialect != eventstream.DialectOllama && t.surface.Dialect != eventstream.DialectAudio:
+		// Ollama's whole answer is one line of its stream; the others' are not events.
+		return invalidAnswer("The provider answered a streaming request with a whole JSON body instead of an event stream.")
+	}
+	if t.reshape == nil { // the client gets this body: its output (and id) come from the same parse
+		t.output, t.outputRead, rt.sum.ResponseID = a.Output, true, a.ResponseID
+	}
+	rt.sum.Usage = observed(a.Usage, rt.sum.Usage)
+	return nil
+}
+
+// invalidAnswer is the outcome of a success status whose body is not an
+// answer: a bad gateway, failed over like a server error.
+func invalidAnswer(msg string) *outcome {
+	return &outcome{kind: outUpstream, upstream: &execution.UpstreamError{Status: http.StatusBadGateway, Type: openai.TypeUpstream, Code: codeUpstreamError, Message: msg}}
 }
 
 // endedBeforeLoss ends a tunnel stream whose own end marker ([DONE],

@@ -43,7 +43,7 @@ func TestMessagesBodyOutputAndUsage(t *testing.T) {
 	if o := BodyOutput(body); o.Bytes != int64(len("abc")+len("f")+len(`{"a":1}`)) {
 		t.Fatalf("%+v", o)
 	}
-	if u := BodyUsage(body); u == nil || u.PromptTokens != 3 || u.CompletionTokens != 2 || u.TotalTokens != 5 {
+	if u := ReadAnswer(body).Usage; u == nil || u.PromptTokens != 3 || u.CompletionTokens != 2 || u.TotalTokens != 5 {
 		t.Fatalf("%+v", u)
 	}
 }

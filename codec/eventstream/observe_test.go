@@ -85,8 +85,8 @@ func TestObservedResponseID(t *testing.T) {
 		`{"id":` + long + `,"object":"response"}`:                    "",
 		`not json`: "",
 	} {
-		if _, _, got := BodyUsageOutput([]byte(body)); got != id {
-			t.Errorf("BodyUsageOutput(%s)'s id = %q, want %q", body, got, id)
+		if got := ReadAnswer([]byte(body)).ResponseID; got != id {
+			t.Errorf("ReadAnswer(%s)'s id = %q, want %q", body, got, id)
 		}
 	}
 }

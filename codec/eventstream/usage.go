@@ -49,31 +49,44 @@ func (u *Usage) TokenUsage() *execution.TokenUsage {
 	return out
 }
 
-// BodyUsage reads the usage of a whole (non-streaming) JSON answer:
-// OpenAI's "usage" (Chat, Completions, Embeddings, Responses) or Ollama's
-// eval counts. Nil when the body reports none.
-func BodyUsage(body []byte) (u *execution.TokenUsage) {
-	ParseWhole(body, func(v *fastjson.Value, err error) {
-		if err == nil && v.Type() == fastjson.TypeObject {
-			u = valueUsage(v)
-		}
-	})
-	return u
+// Answer is what the edge reads of a whole (non-streaming) JSON answer,
+// from one parse.
+type Answer struct {
+	// Usage is the answer's usage: OpenAI's "usage" (Chat, Completions,
+	// Embeddings, Responses, Anthropic's) or Ollama's eval counts; nil
+	// when the body reports none.
+	Usage *execution.TokenUsage
+	// Output is BodyOutput's.
+	Output Output
+	// ResponseID is the id of a Responses API answer (a JSON object of
+	// object "response"; "" for any other body, or an implausibly long
+	// id).
+	ResponseID string
+	// Whole: the body is one JSON value (not empty, cut or malformed).
+	Whole bool
+	// Err is the error a body reports instead of an answer —
+	// {"error":…} or {"object":"error",…}, as an error event reads — nil
+	// for an answer, including one that carries an error of its own (a
+	// failed Responses object).
+	Err *execution.UpstreamError
 }
 
-// BodyUsageOutput is BodyUsage and BodyOutput of the same body, from one
-// parse, and the id of a Responses API answer (a JSON object of object
-// "response"; "" for any other body, or an implausibly long id).
-func BodyUsageOutput(body []byte) (u *execution.TokenUsage, o Output, responseID string) {
+// ReadAnswer reads a whole answer body.
+func ReadAnswer(body []byte) (a Answer) {
 	ParseWhole(body, func(v *fastjson.Value, err error) {
-		if err == nil && v.Type() == fastjson.TypeObject {
-			u, o = valueUsage(v), valueOutput(v)
-			if string(v.GetStringBytes("object")) == "response" {
-				responseID = boundedID(v.GetStringBytes("id"))
-			}
+		a.Whole = err == nil
+		if err != nil || v.Type() != fastjson.TypeObject {
+			return
+		}
+		a.Usage, a.Output = valueUsage(v), valueOutput(v)
+		switch object := string(v.GetStringBytes("object")); object {
+		case "response":
+			a.ResponseID = boundedID(v.GetStringBytes("id"))
+		case "", "error":
+			a.Err = chunkError(v)
 		}
 	})
-	return u, o, responseID
+	return a
 }
 
 // maxResponseID bounds the response ids the edge keeps (OpenAI's are

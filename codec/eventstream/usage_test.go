@@ -1,7 +1,6 @@
 package eventstream
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -33,7 +32,7 @@ func TestObservedUsage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var total *int64
 			if tt.json {
-				if u := BodyUsage([]byte(strings.Join(tt.chunks, ""))); u != nil {
+				if u := ReadAnswer([]byte(strings.Join(tt.chunks, ""))).Usage; u != nil {
 					total = &u.TotalTokens
 				}
 			} else {
@@ -96,21 +95,41 @@ func TestObservedOutput(t *testing.T) {
 	}
 }
 
-// TestBodyUsageOutputOneParse: one parse gives what BodyUsage and
-// BodyOutput give of the same body.
-func TestBodyUsageOutputOneParse(t *testing.T) {
-	for _, body := range []string{
-		`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10}}`,
-		`{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":3,"output_tokens":1}}`,
-		`{"type":"message","content":[{"type":"text","text":"hey"}],"usage":{"input_tokens":4,"output_tokens":2}}`,
-		`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"prompt_eval_count":5,"eval_count":1}`,
-		`{"object":"list","data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":2,"total_tokens":2}}`,
-		`{"choices":[]}`, `[1,2]`, `not json`, ``,
+// TestReadAnswer: one parse of a whole body says whether it is whole
+// JSON, the error it reports instead of an answer (not one an answer
+// object carries), its usage, and what BodyOutput reads of it.
+func TestReadAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		body        string
+		whole       bool
+		errStatus   int // of the error reported instead of an answer; 0: none
+		totalTokens int64
+	}{
+		{`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10}}`, true, 0, 10},
+		{`{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":3,"output_tokens":1}}`, true, 0, 4},
+		{`{"object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}`, true, 0, 0},
+		{`{"type":"message","content":[{"type":"text","text":"hey"}],"usage":{"input_tokens":4,"output_tokens":2}}`, true, 0, 6},
+		{`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"prompt_eval_count":5,"eval_count":1}`, true, 0, 6},
+		{`{"object":"list","data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":2,"total_tokens":2}}`, true, 0, 2},
+		{`{"error":{"message":"slow down","type":"rate_limit_error"}}`, true, 429, 0},
+		{`{"error":"model is loading"}`, true, 500, 0},
+		{`{"object":"error","message":"bad","type":"invalid_request_error"}`, true, 400, 0},
+		{`{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, true, 503, 0},
+		{`{"error":null,"choices":[]}`, true, 0, 0},
+		{`{"choices":[]}`, true, 0, 0}, {`[1,2]`, true, 0, 0},
+		{`{"choices":[{"message":{"content":"hel`, false, 0, 0}, {`not json`, false, 0, 0}, {``, false, 0, 0},
 	} {
-		u, o, _ := BodyUsageOutput([]byte(body))
-		wu, wo := BodyUsage([]byte(body)), BodyOutput([]byte(body))
-		if !reflect.DeepEqual(u, wu) || o != wo {
-			t.Errorf("%s: %+v %+v, want %+v %+v", body, u, o, wu, wo)
+		a := ReadAnswer([]byte(tc.body))
+		var total int64
+		if a.Usage != nil {
+			total = a.Usage.TotalTokens
+		}
+		errStatus := 0
+		if a.Err != nil {
+			errStatus = a.Err.Status
+		}
+		if a.Whole != tc.whole || errStatus != tc.errStatus || total != tc.totalTokens || a.Output != BodyOutput([]byte(tc.body)) {
+			t.Errorf("%s: whole %v, error %+v, total %d, output %+v", tc.body, a.Whole, a.Err, total, a.Output)
 		}
 	}
 }

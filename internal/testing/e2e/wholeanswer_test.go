@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/iopgw/iop/nodeagent"
+)
+
+// TestAnswersThatAreNotOne: an OpenAI-compatible upstream that answers
+// 200 with something that is not an answer — an empty body for a JSON
+// request, a whole JSON body for a streaming one (which the official SDK
+// reads as an empty stream, without an error) — never reaches the client
+// as a success: beside a healthy provider of the model every request is
+// served there; alone, the SDK gets a 502 saying what the upstream did.
+func TestAnswersThatAreNotOne(t *testing.T) {
+	var bad, badStreams atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+			return
+		}
+		bad.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		var req struct{ Stream bool }
+		if json.NewDecoder(r.Body).Decode(&req) != nil || !req.Stream { // a JSON request: an empty body
+			return
+		}
+		badStreams.Add(1)
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	c := Start(t, Options{}, func(c *Cluster) []NodeSpec {
+		b := nodeagent.ProviderConfig{ID: "bad", Adapter: "openai", BaseURL: srv.URL + "/v1", Models: []string{"m", "alone"}, Capacity: 8}
+		return []NodeSpec{{ID: "n", Providers: []nodeagent.ProviderConfig{b, c.WallProvider("good", "openai", nodeagent.PathAuto, "m")}}}
+	})
+	client := oai.NewClient(option.WithBaseURL(c.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	msgs := []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")}
+	for i := range 6 {
+		r, err := client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{Model: "m", Messages: msgs})
+		if err != nil || len(r.Choices) != 1 || r.Choices[0].Message.Content == "" {
+			t.Fatalf("JSON request %d: %+v %v", i, r, err)
+		}
+		s := client.Chat.Completions.NewStreaming(t.Context(), oai.ChatCompletionNewParams{Model: "m", Messages: msgs})
+		n := 0
+		for s.Next() {
+			n++
+		}
+		if s.Err() != nil || n == 0 {
+			t.Fatalf("stream %d: %d chunks, %v", i, n, s.Err())
+		}
+	}
+	if bad.Load() == badStreams.Load() || badStreams.Load() == 0 {
+		t.Fatal("the bad upstream was never tried: the test proves nothing")
+	}
+
+	var apiErr *oai.Error
+	_, err := client.Chat.Completions.New(t.Context(), oai.ChatCompletionNewParams{Model: "alone", Messages: msgs})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadGateway || apiErr.Code != "upstream_error" {
+		t.Errorf("an empty answer alone: %v", err)
+	}
+	s := client.Chat.Completions.NewStreaming(t.Context(), oai.ChatCompletionNewParams{Model: "alone", Messages: msgs})
+	for s.Next() {
+		t.Errorf("a chunk from a JSON answer: %+v", s.Current())
+	}
+	if !errors.As(s.Err(), &apiErr) || apiErr.StatusCode != http.StatusBadGateway {
+		t.Errorf("a whole JSON answer to a stream alone: %v", s.Err())
+	}
+}

@@ -1,0 +1,93 @@
+package streamgate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/iopgw/iop/execution"
+	"github.com/iopgw/iop/internal/testing/bubble"
+	"github.com/iopgw/iop/surface"
+)
+
+// wholeAnswer is a tunnelled answer read whole: status, content type,
+// body (in one frame).
+func wholeAnswer(status int, ct, body string) []Item {
+	items := []Item{frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: status, Header: map[string][]string{"Content-Type": {ct}}})}
+	if body != "" {
+		items = append(items, frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: []byte(body)}))
+	}
+	return append(items, frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}))
+}
+
+const goodChat = `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`
+
+// TestTunnelWholeAnswerThatIsNotOne: a success status whose body is not
+// an answer — empty, cut, not JSON where the API answers JSON, an error
+// object, a whole JSON body where the client asked for a stream (its SDK
+// would read an empty stream) — is never passed on as a success: nothing
+// was committed, so the request fails over to the next provider, whose
+// answer the client gets.
+func TestTunnelWholeAnswerThatIsNotOne(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		first  []Item
+	}{
+		{"empty body", false, wholeAnswer(200, "application/json", "")},
+		{"cut JSON", false, wholeAnswer(200, "application/json", `{"id":"c","choices":[{"message":{"content":"h`)},
+		{"plain text", false, wholeAnswer(200, "text/plain", "Internal Server Error")},
+		{"HTML without a content type", false, wholeAnswer(200, "", "<html>bad gateway</html>")},
+		{"an error object", false, wholeAnswer(200, "application/json", `{"error":{"message":"overloaded","type":"server_error"}}`)},
+		{"JSON for a stream", true, wholeAnswer(200, "application/json", goodChat)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			second := wholeAnswer(200, "application/json", goodChat)
+			if tc.stream {
+				second = wholeAnswer(200, "text/event-stream", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			}
+			bubble.Test(t, func(t *testing.T) { // the retry's backoff in fake time
+				d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "a", items: tc.first}, {kind: KindFrames, provider: "b", items: second}}}
+				w := serve(t, d, &Request{Surface: surface.Chat, Stream: tc.stream, Model: "m", Snapshot: []byte("{}")}, nil)
+				if w.Code != 200 || len(d.requests) != 2 || !strings.Contains(w.Body.String(), `"hi"`) {
+					t.Fatalf("%d %q after %d dispatches", w.Code, w.Body.String(), len(d.requests))
+				}
+			})
+		})
+	}
+}
+
+// TestTunnelWholeAnswerAlone: with no other provider, the client gets a
+// typed 502 saying what the body was (an error object: its own class and
+// message); what is an answer passes through byte for byte — a JSON body,
+// a transcript as text, an empty 204, an Ollama answer to a streaming
+// request (one line of its stream).
+func TestTunnelWholeAnswerAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		surface  *surface.Surface
+		stream   bool
+		items    []Item
+		status   int
+		contains string
+	}{
+		{"empty", surface.Chat, false, wholeAnswer(200, "application/json", ""), 502, "with an empty body"},
+		{"cut", surface.Responses, false, wholeAnswer(200, "application/json", `{"object":"response","output":[`), 502, "not whole JSON"},
+		{"JSON for a stream", surface.Responses, true, wholeAnswer(200, "application/json", `{"object":"response","status":"completed","output":[]}`), 502, "instead of an event stream"},
+		{"a rate limit in a 200", surface.Chat, false, wholeAnswer(200, "application/json", `{"error":{"message":"slow down","type":"rate_limit_error"}}`), 429, "slow down"},
+		{"an answer", surface.Chat, false, wholeAnswer(200, "application/json", goodChat), 200, goodChat},
+		{"a failed response retrieved", surface.Responses, false, wholeAnswer(200, "application/json", `{"object":"response","status":"failed","error":{"code":"server_error","message":"x"}}`), 200, `"status":"failed"`},
+		{"a transcript as text", surface.Transcriptions, false, wholeAnswer(200, "text/plain; charset=utf-8", "hello world"), 200, "hello world"},
+		{"no content", surface.Chat, false, wholeAnswer(204, "", ""), 204, ""},
+		{"Ollama JSON for a stream", surface.OllamaChat, true, wholeAnswer(200, "application/json", `{"message":{"role":"assistant","content":"hi"},"done":true}`), 200, `"done":true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble.Test(t, func(t *testing.T) {
+				d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "a", items: tc.items}}}
+				w := serve(t, d, &Request{Surface: tc.surface, Stream: tc.stream, Model: "m", Snapshot: []byte("{}")}, nil)
+				if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.contains) {
+					t.Fatalf("%d %q, want %d with %q", w.Code, w.Body.String(), tc.status, tc.contains)
+				}
+			})
+		})
+	}
+}
