@@ -120,7 +120,10 @@ func (ar *attemptRun) responseStart(f *execution.ProviderTunnelFrame) {
 
 // buffered adds p to a body being buffered (an error's, a whole JSON
 // body's), and returns nil while it fits; past maxTunnelBuffer the body
-// streams instead, and what was buffered is returned to go out.
+// goes out as it arrives instead, and what was buffered is returned to
+// go out: an event stream observed as one, any other body (a large batch
+// of embeddings) passed through as a binary one is, its end the
+// upstream's.
 func (ar *attemptRun) buffered(p []byte) []byte {
 	t := ar.tun
 	t.buf = append(t.buf, p...)
@@ -131,8 +134,13 @@ func (ar *attemptRun) buffered(p []byte) []byte {
 		// An error body this large is not an error body we can retry on.
 		ar.rt.resp.setHead(t.status, t.header)
 	}
-	t.mode, p, t.buf, t.header = tunnelStream, t.buf, nil, nil
-	format, _ := eventstream.FormatFor(t.contentType)
+	p, t.buf, t.header = t.buf, nil, nil
+	format, stream := eventstream.FormatFor(t.contentType)
+	if !stream {
+		t.mode = tunnelRaw
+		return p
+	}
+	t.mode = tunnelStream
 	t.obs = eventstream.NewObserver(t.dialect(), format)
 	t.decided = true
 	return p
@@ -145,13 +153,13 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 		if p = ar.buffered(p); p == nil {
 			return nil
 		}
+		if t.mode == tunnelRaw {
+			return ar.rawOut(p)
+		}
 	case tunnelHead:
 		return &outcome{kind: outAbnormal}
 	case tunnelRaw:
-		if err := ar.out(p); err != nil {
-			return clientGone(err)
-		}
-		return nil
+		return ar.rawOut(p)
 	}
 	t.obs.Feed(p)
 	if t.obs.ToolCall {
@@ -160,6 +168,14 @@ func (ar *attemptRun) tunnelBody(p []byte) *outcome {
 	if !t.decided {
 		return ar.firstEvent(p)
 	}
+	if err := ar.out(p); err != nil {
+		return clientGone(err)
+	}
+	return nil
+}
+
+// rawOut writes a body read as bytes, not events.
+func (ar *attemptRun) rawOut(p []byte) *outcome {
 	if err := ar.out(p); err != nil {
 		return clientGone(err)
 	}

@@ -1,6 +1,8 @@
 package streamgate
 
 import (
+	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -90,4 +92,35 @@ func TestTunnelWholeAnswerAlone(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTunnelLargeWholeAnswer: a whole JSON answer larger than the edge
+// buffers (a big batch of embeddings) goes out as it arrives, byte for
+// byte, and ends with the upstream's end — it used to be read as an event
+// stream past the buffer and aborted at its end for want of a terminal;
+// one cut past the buffer aborts the connection, never a short body that
+// looks whole.
+func TestTunnelLargeWholeAnswer(t *testing.T) {
+	body := []byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[` + strings.Repeat("0.0123456789,", maxTunnelBuffer/12) + `0.1]}]}`)
+	items := []Item{frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeResponseStart, Status: 200, Header: map[string][]string{"Content-Type": {"application/json"}}})}
+	for i := 0; i < len(body); i += 1 << 20 {
+		items = append(items, frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeBody, Body: body[i:min(i+1<<20, len(body))]}))
+	}
+	whole := append(items[:len(items):len(items)], frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeEnd}))
+	d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: whole}}}
+	w := serve(t, d, &Request{Surface: surface.Embeddings, Model: "m", Snapshot: []byte("{}")}, nil)
+	if w.Code != 200 || !bytes.Equal(w.Body.Bytes(), body) {
+		t.Fatalf("%d, %d of %d bytes", w.Code, w.Body.Len(), len(body))
+	}
+
+	cut := append(items[:len(items):len(items)], frame(execution.ProviderTunnelFrame{Type: execution.FrameTypeError, Error: "reset",
+		Failure: execution.UpstreamFailure(&execution.UpstreamError{Status: 200, Message: "reading upstream body: unexpected EOF"})}))
+	d = &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "n/a", items: cut}}}
+	defer func() {
+		if r := recover(); r != http.ErrAbortHandler {
+			t.Fatalf("a cut large body ended with %v, want the connection aborted", r)
+		}
+	}()
+	serve(t, d, &Request{Surface: surface.Embeddings, Model: "m", Snapshot: []byte("{}")}, nil)
+	t.Fatal("a cut large body ended cleanly")
 }
