@@ -287,6 +287,11 @@ func (ar *attemptRun) wholeAnswer() *outcome {
 		return nil // a transcript as text, srt or vtt; a redirect; no content by status
 	}
 	a := eventstream.ReadAnswer(t.buf)
+	if !a.Whole && rt.req.Stream && t.reshape == nil && len(t.buf) > 0 {
+		if o, ok := ar.mislabelledStream(); ok {
+			return o
+		}
+	}
 	switch {
 	case len(t.buf) == 0:
 		return invalidAnswer(fmt.Sprintf("The provider answered HTTP %d with an empty body.", t.status))
@@ -305,6 +310,35 @@ func (ar *attemptRun) wholeAnswer() *outcome {
 	}
 	rt.sum.Usage = observed(a.Usage, rt.sum.Usage)
 	return nil
+}
+
+// mislabelledStream reads the answer to a streaming request that came
+// with a content type other than a stream's (a server labelling its
+// events text/plain or application/json) as the surface's stream, with
+// the event parser: a whole one, ended by its own terminal, passes as it
+// came (held whole, unchanged); one whose first event is an error is
+// that error; one cut before its terminal is abnormal. False when the
+// body holds no events at all.
+func (ar *attemptRun) mislabelledStream() (*outcome, bool) {
+	t, rt := ar.tun, ar.rt
+	format := eventstream.FormatSSE
+	if t.surface.Dialect == eventstream.DialectOllama {
+		format = eventstream.FormatNDJSON
+	}
+	obs := eventstream.NewObserver(t.surface.Dialect, format)
+	obs.Feed(t.buf)
+	obs.Close()
+	switch {
+	case obs.Events == 0 || obs.Malformed == obs.Events:
+		return nil, false
+	case obs.FirstIsError:
+		return &outcome{kind: outUpstream, upstream: obs.Err}, true
+	case !obs.Terminal():
+		return invalidAnswer("The provider's stream ended without its terminal event."), true
+	}
+	rt.sum.Usage, rt.sum.ResponseID = observed(obs.Usage, rt.sum.Usage), obs.ResponseID
+	t.output, t.outputRead = obs.Output, true
+	return nil, true
 }
 
 // invalidAnswer is the outcome of a success status whose body is not an

@@ -124,3 +124,39 @@ func TestTunnelLargeWholeAnswer(t *testing.T) {
 	serve(t, d, &Request{Surface: surface.Embeddings, Model: "m", Snapshot: []byte("{}")}, nil)
 	t.Fatal("a cut large body ended cleanly")
 }
+
+// TestTunnelMislabelledStream: a streaming request's answer whose events
+// came labelled text/plain or application/json (a server that does not
+// set text/event-stream; SDKs read it all the same) is read as the
+// surface's stream: whole, it reaches the client unchanged; cut before
+// its terminal, it fails over.
+func TestTunnelMislabelledStream(t *testing.T) {
+	const chat = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	const ollama = "{\"message\":{\"content\":\"hi\"},\"done\":false}\n{\"message\":{\"content\":\"\"},\"done\":true}\n"
+	for _, tc := range []struct {
+		name     string
+		surface  *surface.Surface
+		ct, body string
+	}{
+		{"chat as text/plain", surface.Chat, "text/plain; charset=utf-8", chat},
+		{"chat as JSON", surface.Chat, "application/json", chat},
+		{"ollama NDJSON as JSON", surface.OllamaChat, "application/json", ollama},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "a", items: wholeAnswer(200, tc.ct, tc.body)}}}
+			w := serve(t, d, &Request{Surface: tc.surface, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+			if w.Code != 200 || w.Body.String() != tc.body {
+				t.Fatalf("%d %q", w.Code, w.Body.String())
+			}
+		})
+	}
+	bubble.Test(t, func(t *testing.T) {
+		cut := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h\"}}]}\n\n"
+		d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "a", items: wholeAnswer(200, "text/plain", cut)},
+			{kind: KindFrames, provider: "b", items: wholeAnswer(200, "text/event-stream", chat)}}}
+		w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, Model: "m", Snapshot: []byte("{}")}, nil)
+		if w.Code != 200 || w.Body.String() != chat || len(d.requests) != 2 {
+			t.Fatalf("a cut mislabelled stream: %d %q after %d dispatches", w.Code, w.Body.String(), len(d.requests))
+		}
+	})
+}
