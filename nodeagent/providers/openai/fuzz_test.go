@@ -36,7 +36,7 @@ func FuzzReadStream(f *testing.F) {
 		em := execution.NewEmitter(func(ev execution.RunEvent) { evs = append(evs, ev) })
 		em.Emit(execution.RunEvent{Type: execution.EventTypeStart, Model: "m"})
 		resp := &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(&streamcheck.Splitter{Data: data, Cuts: cuts})}
-		err := (&Provider{}).readStream(context.Background(), resp, em)
+		err := (&Provider{}).readStream(context.Background(), resp.Body, em)
 		if cerr := streamcheck.Execution(evs, err); cerr != nil {
 			t.Fatalf("%v\ninput %.200q", cerr, data)
 		}

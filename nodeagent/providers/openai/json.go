@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/iopgw/iop/codec/eventstream"
@@ -34,15 +33,12 @@ type completion struct {
 	Usage *eventstream.Usage `json:"usage"`
 }
 
-// readJSON turns the upstream's own non-stream answer into events: its
-// identity, the message, then complete with its finish reason and usage.
-func readJSON(resp *http.Response, emit *execution.Emitter) error {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer+1))
-	if err != nil {
-		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "reading upstream answer: " + err.Error()})
-	}
+// emitCompletion turns the upstream's whole answer (a JSON body) into
+// events: its identity, the message, then complete with its finish
+// reason and usage.
+func emitCompletion(b []byte, emit *execution.Emitter) error {
 	var c completion
-	if len(b) > maxJSONAnswer || json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
+	if json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
 		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "the upstream answer is not a chat completion"})
 	}
 	emit.Emit(c.start())

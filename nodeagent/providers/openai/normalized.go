@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 
 	"github.com/iopgw/iop/codec/eventstream"
@@ -27,12 +28,37 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 		return execution.NewFailure(execution.FailureCodeInvalidRequest, err.Error())
 	}
 	accept := "text/event-stream"
-	read := func(resp *http.Response) error { return p.readStream(ctx, resp, emit) }
 	if !stream {
 		accept = "application/json"
-		read = func(resp *http.Response) error { return readJSON(resp, emit) }
 	}
+	read := func(resp *http.Response) error { return p.readAnswer(ctx, resp, emit) }
 	return httpx.Run(ctx, p.cfg.Client, p.base+"/chat/completions", accept, req.Header, body, p.cfg.Credentials, req.Model, emit, read)
+}
+
+// readAnswer reads the upstream's answer as what it is, whatever was
+// asked: an event stream (text/event-stream) event by event; anything
+// else whole — a chat completion (a provider configured for JSON, or a
+// server that does not stream and answers whole), the error it reports
+// instead, else the events it holds (a stream labelled otherwise).
+func (p *Provider) readAnswer(ctx context.Context, resp *http.Response, emit *execution.Emitter) error {
+	if f, stream := eventstream.FormatFor(resp.Header.Get("Content-Type")); stream && f == eventstream.FormatSSE {
+		return p.readStream(ctx, resp.Body, emit)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer+1))
+	switch {
+	case err != nil:
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "reading upstream answer: " + err.Error()})
+	case len(b) > maxJSONAnswer:
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "the upstream answer is larger than 64 MiB"})
+	}
+	a := eventstream.ReadAnswer(b)
+	switch {
+	case a.Err != nil:
+		return execution.UpstreamFailure(a.Err)
+	case a.Whole:
+		return emitCompletion(b, emit)
+	}
+	return p.readStream(ctx, bytes.NewReader(b), emit)
 }
 
 // readStream turns upstream SSE chunks into events until [DONE]. A stream
@@ -40,10 +66,10 @@ func (p *Provider) Execute(ctx context.Context, req *execution.RunRequest, emit 
 // that ends before any finish_reason, or with a read error, is an error.
 // An event that is not the JSON expected is skipped and counted, as the
 // official clients skip it; an error event is the upstream's error.
-func (p *Provider) readStream(ctx context.Context, resp *http.Response, emit *execution.Emitter) error {
+func (p *Provider) readStream(ctx context.Context, body io.Reader, emit *execution.Emitter) error {
 	st := &streamState{p: p}
 	var ferr error
-	err := eventstream.Scan(resp.Body, eventstream.FormatSSE, maxEventSize, func(ev eventstream.Event) bool {
+	err := eventstream.Scan(body, eventstream.FormatSSE, maxEventSize, func(ev eventstream.Event) bool {
 		var done bool
 		done, ferr = st.handle(ev, emit)
 		return !done && ferr == nil

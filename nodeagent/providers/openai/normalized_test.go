@@ -117,3 +117,46 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("unreachable probe: %v", err)
 	}
 }
+
+// TestAnswerReadAsWhatItIs: the normalized path reads the upstream's
+// answer by what it is, not by what it asked for: a whole chat
+// completion to a streaming request (a server that does not stream) is
+// its events; a stream labelled text/plain or application/json is read
+// as a stream; an error object in a 200 is the upstream's error, with its
+// status class; an empty body or text is a failure, never an answer.
+func TestAnswerReadAsWhatItIs(t *testing.T) {
+	for _, tc := range []struct {
+		name, ct, body string
+		wantText       string
+		wantStatus     int // of the failure; 0: an answer
+	}{
+		{"whole JSON", "application/json", `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}`, "whole", 0},
+		{"a stream as text/plain", "text/plain", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"s\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", "s", 0},
+		{"a stream as JSON", "application/json", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"j\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", "j", 0},
+		{"an error object", "application/json", `{"error":{"message":"slow down","type":"rate_limit_error"}}`, "", 429},
+		{"empty", "application/json", "", "", 200},
+		{"text", "text/plain", "Internal error", "", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ct)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			p := New(Config{BaseURL: srv.URL + "/v1", InstanceKey: srv.URL + "/v1"})
+			var evs []execution.RunEvent
+			em := execution.NewEmitter(func(ev execution.RunEvent) { evs = append(evs, ev) })
+			err := p.Execute(t.Context(), &execution.RunRequest{Model: "m", Stream: true, Messages: []execution.Message{{Role: "user", Content: "hi"}}}, em)
+			var f *execution.ExecutionFailure
+			if !errors.As(err, &f) && len(evs) > 0 && evs[len(evs)-1].Type == execution.EventTypeError {
+				f = evs[len(evs)-1].Failure
+			}
+			switch {
+			case tc.wantStatus == 0 && (f != nil || text(evs) != tc.wantText || evs[len(evs)-1].Type != execution.EventTypeComplete):
+				t.Fatalf("%v, text %q", f, text(evs))
+			case tc.wantStatus != 0 && (f == nil || f.Upstream == nil || f.Upstream.Status != tc.wantStatus):
+				t.Fatalf("%v (%+v), want a failure with status %d", err, f, tc.wantStatus)
+			}
+		})
+	}
+}
