@@ -82,7 +82,11 @@ func (g *Gateway) getModel(c echo.Context) error {
 
 // storedResponse serves a request naming a stored response where it is kept.
 func (g *Gateway) storedResponse(c echo.Context) error {
-	sreq, e := g.stored.Request(c.Request(), ids.PathParam(c.Param("id")), access(c).KeyID, access(c).RequestID)
+	body, e := g.readBody(c)
+	if e != nil {
+		return writeError(c, e)
+	}
+	sreq, e := g.stored.Request(c.Request(), body, ids.PathParam(c.Param("id")), access(c).KeyID, access(c).RequestID)
 	if e != nil {
 		return writeError(c, e)
 	}

@@ -12,6 +12,7 @@ package stored
 
 import (
 	"container/list"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -117,17 +118,34 @@ func Routes(e *echo.Echo, h echo.HandlerFunc) {
 // r, a request naming stored response id on one of the Routes, made with
 // owner's key: tunnelled as it came (method, path and query) to the
 // provider that keeps the response, and charged nothing. A response
-// unknown to the edge (for that key) is a 404.
-func (rs *Responses) Request(r *http.Request, id, owner, requestID string) (*streamgate.Request, *openai.Error) {
+// unknown to the edge (for that key) is a 404. A retrieve whose body asks
+// for the response's events (body is r's, read; the Go SDK sends
+// {"stream":true} with its GET) asks in the query, the API's parameter.
+func (rs *Responses) Request(r *http.Request, body []byte, id, owner, requestID string) (*streamgate.Request, *openai.Error) {
 	e, ok := rs.Lookup(id, owner)
 	if !ok {
 		return nil, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
 			Message: "No response with id '" + ids.Clip(id) + "' is known to this gateway: iop sends a stored response's requests to the provider that made it, which it learns when the response passes through it (for the key that asked for it)."}
 	}
-	t := &execution.ProviderTunnelRequest{RunID: ids.NewWith("run_"), Model: e.Model, Method: r.Method, Path: r.URL.RequestURI(),
+	u := *r.URL
+	q := u.Query()
+	if r.Method == http.MethodGet && !q.Has("stream") && streamInBody(body) {
+		q.Set("stream", "true")
+		u.RawQuery = q.Encode()
+	}
+	t := &execution.ProviderTunnelRequest{RunID: ids.NewWith("run_"), Model: e.Model, Method: r.Method, Path: u.RequestURI(),
 		Header: httphdr.ForUpstream(r.Header, httphdr.CredentialScoped...)}
 	return &streamgate.Request{Surface: surface.Responses, Model: e.Model, Need: streamgate.NeedTunnel, Pin: e.Provider, Uncharged: true, RequestID: requestID,
-		Stream: r.URL.Query().Get("stream") == "true", Work: streamgate.Work{Tunnel: t}}, nil
+		Stream: q.Get("stream") == "true", Work: streamgate.Work{Tunnel: t}}, nil
+}
+
+// streamInBody reports whether a request body is a JSON object with
+// stream true.
+func streamInBody(body []byte) bool {
+	var b struct {
+		Stream bool `json:"stream"`
+	}
+	return len(body) > 0 && json.Unmarshal(body, &b) == nil && b.Stream
 }
 
 // Pin sends a new response continuing stored response id

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/iopgw/iop/streamgate"
@@ -46,7 +47,7 @@ func TestRememberLookupForget(t *testing.T) {
 // model only).
 func TestRequestSettleAndPin(t *testing.T) {
 	r := New(0)
-	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_x", nil), "resp_x", "", "req_1"); e == nil || e.Status != http.StatusNotFound {
+	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_x", nil), nil, "resp_x", "", "req_1"); e == nil || e.Status != http.StatusNotFound {
 		t.Fatalf("unknown: %v", e)
 	}
 	made := &streamgate.Request{Surface: surface.Responses, Model: "m"}
@@ -56,13 +57,25 @@ func TestRequestSettleAndPin(t *testing.T) {
 	if r.Len() != 1 {
 		t.Fatalf("%d remembered, want only the completed Responses answer", r.Len())
 	}
-	sreq, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1/input_items?limit=2", nil), "resp_1", "team", "req_2")
+	sreq, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1/input_items?limit=2", nil), nil, "resp_1", "team", "req_2")
 	if e != nil || sreq.RequestID != "req_2" || sreq.Pin != "n/p" || !sreq.Uncharged || sreq.Model != "m" || sreq.Work.Tunnel.Path != "/v1/responses/resp_1/input_items?limit=2" ||
 		sreq.Work.Tunnel.Method != http.MethodGet || sreq.Stream || sreq.Surface != surface.Responses {
 		t.Fatalf("request: %+v %v", sreq, e)
 	}
-	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1", nil), "resp_1", "other", "req_3"); e == nil || e.Status != http.StatusNotFound {
+	if _, e := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1", nil), nil, "resp_1", "other", "req_3"); e == nil || e.Status != http.StatusNotFound {
 		t.Fatalf("another key: %v", e)
+	}
+	// The events of a stored response, asked in the query or (the Go
+	// SDK's way) in a GET's body: asked upstream in the query.
+	for target, body := range map[string]string{"/v1/responses/resp_1?stream=true": "", "/v1/responses/resp_1": `{"stream":true}`,
+		"/v1/responses/resp_1?starting_after=2": `{"stream":true}`} {
+		sreq, e := r.Request(httptest.NewRequest(http.MethodGet, target, nil), []byte(body), "resp_1", "team", "req_5")
+		if e != nil || !sreq.Stream || !strings.Contains(sreq.Work.Tunnel.Path, "stream=true") {
+			t.Fatalf("%s %s: %+v %v", target, body, sreq.Work.Tunnel, e)
+		}
+	}
+	if sreq, _ := r.Request(httptest.NewRequest(http.MethodGet, "/v1/responses/resp_1?stream=false", nil), []byte(`{"stream":true}`), "resp_1", "team", "req_6"); sreq.Stream || sreq.Work.Tunnel.Path != "/v1/responses/resp_1?stream=false" {
+		t.Fatalf("the query's own stream: %+v", sreq.Work.Tunnel)
 	}
 
 	next := &streamgate.Request{Surface: surface.Responses, Model: "m", Fallbacks: []string{"f"}}
@@ -77,7 +90,7 @@ func TestRequestSettleAndPin(t *testing.T) {
 		}
 	}
 
-	del, _ := r.Request(httptest.NewRequest(http.MethodDelete, "/v1/responses/resp_1", nil), "resp_1", "team", "req_4")
+	del, _ := r.Request(httptest.NewRequest(http.MethodDelete, "/v1/responses/resp_1", nil), nil, "resp_1", "team", "req_4")
 	r.Settle("team", del, &streamgate.Summary{Outcome: "ok", Provider: "n/p"})
 	if r.Len() != 0 {
 		t.Fatal("a deleted response is still remembered")

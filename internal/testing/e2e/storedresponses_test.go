@@ -63,6 +63,13 @@ func (k *keeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "first_id": "msg_in", "last_id": "msg_in", "has_more": false,
 				"data": []any{map[string]any{"id": "msg_in", "type": "message", "role": "user", "status": "completed",
 					"content": []any{map[string]any{"type": "input_text", "text": k.input[id]}}}}})
+		case r.Method == http.MethodGet && sub == "" && r.URL.Query().Get("stream") == "true":
+			// OpenAI replays a stored response's events: here its two ends.
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i, typ := range []string{"response.created", "response.completed"} {
+				b, _ := json.Marshal(map[string]any{"type": typ, "sequence_number": i, "response": resp})
+				_, _ = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+			}
 		default: // retrieve, cancel
 			_ = json.NewEncoder(w).Encode(resp)
 		}
@@ -149,7 +156,7 @@ func nilIfEmpty(s string) any {
 
 // TestStoredResponsesFollowTheirProvider: with two upstreams that each
 // keep their own responses behind one model, every request naming a
-// stored response — retrieve, input items, cancel, delete, a new
+// stored response — retrieve (JSON or as a stream), input items, cancel, delete, a new
 // response continuing it (previous_response_id), JSON or learned from a
 // stream, and the token count of one — reaches the upstream that made it (the official SDK, through
 // the edge), never the other, which does not know it; another key, an
@@ -203,6 +210,14 @@ func TestStoredResponsesFollowTheirProvider(t *testing.T) {
 		if err != nil || got.ID != r.ID || got.OutputText() != r.OutputText() {
 			t.Fatalf("retrieve %s: %+v %v", r.ID, got, err)
 		}
+		replay := team.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{})
+		var events []string
+		for replay.Next() {
+			events = append(events, replay.Current().Type)
+		}
+		if replay.Err() != nil || len(events) != 2 || events[1] != "response.completed" {
+			t.Fatalf("retrieve %s as a stream: %v %v", r.ID, events, replay.Err())
+		}
 		items, err := team.Responses.InputItems.List(ctx, r.ID, responses.InputItemListParams{})
 		if err != nil || len(items.Data) != 1 {
 			t.Fatalf("input items of %s: %+v %v", r.ID, items, err)
@@ -210,7 +225,7 @@ func TestStoredResponsesFollowTheirProvider(t *testing.T) {
 		if _, err := team.Responses.Cancel(ctx, r.ID); err != nil {
 			t.Fatalf("cancel %s: %v", r.ID, err)
 		}
-		if d := a.named.Load() + b.named.Load() - before; d != 3 || owner.named.Load() < 3 {
+		if d := a.named.Load() + b.named.Load() - before; d != 4 || owner.named.Load() < 4 {
 			t.Fatalf("%s: %d requests named it, its keeper saw %d of them", r.ID, d, owner.named.Load())
 		}
 		next, err := team.Responses.New(ctx, responses.ResponseNewParams{Model: "r", Input: in("more"), PreviousResponseID: oai.String(r.ID)})
