@@ -301,7 +301,7 @@ func (ar *attemptRun) wholeAnswer() *outcome {
 		// An error reported with a success status, as a 200 stream's
 		// first event may report one: its own status class.
 		return &outcome{kind: outUpstream, upstream: a.Err}
-	case rt.req.Stream && t.surface.Dialect != eventstream.DialectOllama && t.surface.Dialect != eventstream.DialectAudio:
+	case rt.req.Stream && t.surface.Dialect != eventstream.DialectOllama && t.surface.Dialect != eventstream.DialectAudio && !ar.completionAsStream():
 		// Ollama's whole answer is one line of its stream; the others' are not events.
 		return invalidAnswer("The provider answered a streaming request with a whole JSON body instead of an event stream.")
 	}
@@ -310,6 +310,33 @@ func (ar *attemptRun) wholeAnswer() *outcome {
 	}
 	rt.sum.Usage = observed(a.Usage, rt.sum.Usage)
 	return nil
+}
+
+// completionAsStream turns a whole chat.completion that answered a Chat
+// streaming request (a server that does not stream) into the stream of
+// that answer — its identity, the message as one delta, the finish,
+// usage when the client asked for it, [DONE] — when the stream carries
+// all of it (one choice; no log probabilities, refusal, annotations or
+// audio, which a stream would carry otherwise); false when it does not,
+// or the surface is not Chat.
+func (ar *attemptRun) completionAsStream() bool {
+	t, rt := ar.tun, ar.rt
+	if t.surface != surface.Chat || t.reshape != nil {
+		return false
+	}
+	evs, lost, ok := openai.CompletionEvents(t.buf)
+	if !ok || lost != "" {
+		return false
+	}
+	s := openai.NewChatStream("", rt.req.Model, 0, rt.req.IncludeUsage) // the answer's own identity, from its start event
+	var out []byte
+	for _, ev := range evs {
+		out = s.Append(out, ev)
+	}
+	t.buf = out
+	t.header.Set("Content-Type", "text/event-stream")
+	t.header.Del("Content-Length")
+	return true
 }
 
 // mislabelledStream reads the answer to a streaming request that came

@@ -26,9 +26,9 @@ const goodChat = `{"id":"c","object":"chat.completion","choices":[{"index":0,"me
 // TestTunnelWholeAnswerThatIsNotOne: a success status whose body is not
 // an answer — empty, cut, not JSON where the API answers JSON, an error
 // object, a whole JSON body where the client asked for a stream (its SDK
-// would read an empty stream) — is never passed on as a success: nothing
-// was committed, so the request fails over to the next provider, whose
-// answer the client gets.
+// would read an empty stream) that a stream cannot carry — is never
+// passed on as a success: nothing was committed, so the request fails
+// over to the next provider, whose answer the client gets.
 func TestTunnelWholeAnswerThatIsNotOne(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -40,7 +40,8 @@ func TestTunnelWholeAnswerThatIsNotOne(t *testing.T) {
 		{"plain text", false, wholeAnswer(200, "text/plain", "Internal Server Error")},
 		{"HTML without a content type", false, wholeAnswer(200, "", "<html>bad gateway</html>")},
 		{"an error object", false, wholeAnswer(200, "application/json", `{"error":{"message":"overloaded","type":"server_error"}}`)},
-		{"JSON for a stream", true, wholeAnswer(200, "application/json", goodChat)},
+		{"JSON for a stream, with what a stream would carry otherwise", true, wholeAnswer(200, "application/json",
+			`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[]},"finish_reason":"stop"}]}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			second := wholeAnswer(200, "application/json", goodChat)
@@ -159,4 +160,30 @@ func TestTunnelMislabelledStream(t *testing.T) {
 			t.Fatalf("a cut mislabelled stream: %d %q after %d dispatches", w.Code, w.Body.String(), len(d.requests))
 		}
 	})
+}
+
+// TestTunnelCompletionAsStream: a whole chat.completion answering a Chat
+// streaming request (a server that does not stream) reaches the client
+// as the stream of that answer — the upstream's id, model and created,
+// the message (text, reasoning, tool calls), the finish, usage only when
+// asked, [DONE] — which the SDKs read like any stream.
+func TestTunnelCompletionAsStream(t *testing.T) {
+	body := `{"id":"cmpl-9","object":"chat.completion","created":7,"model":"up/m","choices":[{"index":0,"message":{"role":"assistant","content":"the answer",` +
+		`"reasoning_content":"thought","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` +
+		`"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`
+	for _, includeUsage := range []bool{false, true} {
+		d := &fakeDispatcher{attempts: []*fakeAttempt{{kind: KindFrames, provider: "a", items: wholeAnswer(200, "application/json", body)}}}
+		w := serve(t, d, &Request{Surface: surface.Chat, Stream: true, IncludeUsage: includeUsage, Model: "m", Snapshot: []byte("{}")}, nil)
+		got := w.Body.String()
+		for _, want := range []string{`"id":"cmpl-9"`, `"created":7`, `"model":"up/m"`, `"content":"the answer"`, `"reasoning_content":"thought"`,
+			`"id":"call_1"`, `"arguments":"{\"a\":1}"`, `"finish_reason":"tool_calls"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("usage %v: no %s in %q", includeUsage, want, got)
+			}
+		}
+		if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || !strings.HasSuffix(got, "data: [DONE]\n\n") ||
+			strings.Contains(got, `"total_tokens":7`) != includeUsage {
+			t.Errorf("usage %v: %d %s %q", includeUsage, w.Code, w.Header().Get("Content-Type"), got)
+		}
+	}
 }
