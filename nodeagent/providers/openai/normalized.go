@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/iopgw/iop/codec/eventstream"
+	oaicodec "github.com/iopgw/iop/codec/openai"
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/nodeagent/providers/httpx"
 )
@@ -51,12 +52,16 @@ func (p *Provider) readAnswer(ctx context.Context, resp *http.Response, emit *ex
 	case len(b) > maxJSONAnswer:
 		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "the upstream answer is larger than 64 MiB"})
 	}
+	if evs, _, ok := oaicodec.CompletionEvents(b); ok {
+		emitCompletion(evs, emit)
+		return nil
+	}
 	a := eventstream.ReadAnswer(b)
 	switch {
 	case a.Err != nil:
 		return execution.UpstreamFailure(a.Err)
 	case a.Whole:
-		return emitCompletion(b, emit)
+		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "the upstream answer is not a chat completion"})
 	}
 	return p.readStream(ctx, bytes.NewReader(b), emit)
 }
