@@ -116,16 +116,17 @@ func (s *Server) ps(c echo.Context) error {
 // one serves it, else with what the edge knows (no details it would have
 // to make up).
 func (s *Server) show(c echo.Context) error {
-	name, body, e := s.modelAsked(c)
+	a, e := s.modelAsked(c)
 	if e != nil {
 		return s.WriteError(c, e)
 	}
+	name := a.Model
 	if !slices.Contains(s.Models(c), name) {
 		nf := ollama.ModelNotFound(name)
 		return c.JSONBlob(nf.Status, nf.Body())
 	}
 	if s.Show != nil {
-		if shown, err := s.Show(c, name, body); shown {
+		if shown, err := s.Show(c, name, a.body); shown {
 			return err
 		}
 	}
@@ -138,35 +139,33 @@ func (s *Server) show(c echo.Context) error {
 	})
 }
 
-// modelAsked is the model a request body names (model, or the older
-// name), with the body.
-func (s *Server) modelAsked(c echo.Context) (string, []byte, *openai.Error) {
-	body, e := s.ReadBody(c)
-	if e != nil {
-		return "", nil, e
-	}
-	var req struct {
-		Model string `json:"model"`
-		Name  string `json:"name"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return "", nil, openai.InvalidRequest("", "invalid JSON: %v", err)
-	}
-	if req.Model == "" {
-		req.Model = req.Name
-	}
-	if req.Model == "" {
-		return "", nil, openai.InvalidRequest("model", "model is required")
-	}
-	return req.Model, body, nil
+// asked is what a request about a model asks: the model (model, or the
+// older name), the stream flag (nil when absent) and the body.
+type asked struct {
+	Model  string `json:"model"`
+	Name   string `json:"name"`
+	Stream *bool  `json:"stream"`
+	body   []byte
 }
 
-// streamOff reports whether an Ollama request body sets stream false.
-func streamOff(body []byte) bool {
-	var req struct {
-		Stream *bool `json:"stream"`
+// modelAsked reads what a request body asks about a model.
+func (s *Server) modelAsked(c echo.Context) (asked, *openai.Error) {
+	body, e := s.ReadBody(c)
+	if e != nil {
+		return asked{}, e
 	}
-	return json.Unmarshal(body, &req) == nil && req.Stream != nil && !*req.Stream
+	var a asked
+	if err := json.Unmarshal(body, &a); err != nil {
+		return asked{}, openai.InvalidRequest("", "invalid JSON: %v", err)
+	}
+	if a.Model == "" {
+		a.Model = a.Name
+	}
+	if a.Model == "" {
+		return asked{}, openai.InvalidRequest("model", "model is required")
+	}
+	a.body = body
+	return a, nil
 }
 
 // pull answers /api/pull (`ollama pull`, a client's "download model"): a
@@ -175,15 +174,16 @@ func streamOff(body []byte) bool {
 // or one JSON object with stream false — with no progress made up. iop
 // does not pull models onto its nodes: any other model is a 404 saying so.
 func (s *Server) pull(c echo.Context) error {
-	name, body, e := s.modelAsked(c)
+	a, e := s.modelAsked(c)
 	if e != nil {
 		return s.WriteError(c, e)
 	}
+	name := a.Model
 	if !slices.Contains(s.Models(c), name) {
 		nf := &ollama.Error{Status: http.StatusNotFound, Message: "model '" + ids.Clip(name) + "' is not served by this gateway, and iop does not pull models: pull it with the Ollama next to a node, or add it to a provider's models"}
 		return c.JSONBlob(nf.Status, nf.Body())
 	}
-	if streamOff(body) {
+	if a.Stream != nil && !*a.Stream {
 		return c.JSON(http.StatusOK, map[string]string{"status": "success"})
 	}
 	return c.Blob(http.StatusOK, "application/x-ndjson", []byte(`{"status":"success"}`+"\n"))
