@@ -126,6 +126,7 @@ func TestEstimateOneReadMatchesParse(t *testing.T) {
 			t.Errorf("%s: %d, want %d", s, got, want)
 		}
 		checkedMatches(t, padded)
+		checkedMatches(t, []byte(s))
 	}
 	big := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", estimateWalkBytes/6) + `"}]}`)
 	if got, want := EstimatePromptTokens(big), estimateParsed(big); got != want {
@@ -144,6 +145,7 @@ func FuzzEstimateOneReadMatchesParse(f *testing.F) {
 			t.Fatalf("%q: %d, want %d", b, got, want)
 		}
 		checkedMatches(t, padded)
+		checkedMatches(t, b)
 	})
 }
 
@@ -162,7 +164,16 @@ func checkedMatches(t *testing.T, body []byte) {
 // BenchmarkEstimateLargePrompt: a 1 MiB chat body's estimate, of a body
 // not known to be JSON (checked first) and of one a surface checked.
 func BenchmarkEstimateLargePrompt(b *testing.B) {
-	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 1<<20/12) + `"}]}`)
+	benchmarkEstimate(b, []byte(`{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("lorem ipsum ", 1<<20/12)+`"}]}`))
+}
+
+// BenchmarkEstimateSmallPrompt: the same of a short chat request (the
+// unchecked one read with the pooled parser, the checked one walked).
+func BenchmarkEstimateSmallPrompt(b *testing.B) {
+	benchmarkEstimate(b, []byte(`{"model":"m","messages":[{"role":"system","content":"Answer briefly."},{"role":"user","content":"What is the capital of France?"}],"max_tokens":64}`))
+}
+
+func benchmarkEstimate(b *testing.B, body []byte) {
 	for _, c := range []struct {
 		name     string
 		estimate func([]byte) int64
