@@ -27,7 +27,7 @@ func (h *Hub) Open(ctx context.Context, owner pool.Reception, down *wire.Attempt
 	}
 	for a := c.takeParked(); a != nil; a = c.takeParked() {
 		if err := a.stream.Send(down); err == nil {
-			h.metrics.attemptStreams.WithLabelValues("parked").Inc()
+			h.metrics.parkedStreams.Inc()
 			h.watchTakeUp(c, a)
 			return a, nil
 		}
@@ -35,7 +35,7 @@ func (h *Hub) Open(ctx context.Context, owner pool.Reception, down *wire.Attempt
 		a.End()
 		c.untrack(a)
 	}
-	h.metrics.attemptStreams.WithLabelValues("dispatched").Inc()
+	h.metrics.dispatchedStreams.Inc()
 	return h.dispatch(ctx, c, owner, down)
 }
 

@@ -10,6 +10,9 @@ type hubMetrics struct {
 	dispatchFails   prometheus.Counter
 	attemptStreams  *prometheus.CounterVec
 	reparked        prometheus.Counter
+	// attemptStreams' two series, looked up once (an attempt's open
+	// counts one without hashing its label).
+	parkedStreams, dispatchedStreams prometheus.Counter
 }
 
 // newHubMetrics registers the hub's collectors on reg.
@@ -29,5 +32,6 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 			Help: "Attempt streams parked again after their attempt finished, to carry the node's next attempt without opening a stream."}),
 	}
 	reg.MustRegister(m.staleGeneration, m.nodesConnected, m.heartbeatDrops, m.dispatchFails, m.attemptStreams, m.reparked)
+	m.parkedStreams, m.dispatchedStreams = m.attemptStreams.WithLabelValues("parked"), m.attemptStreams.WithLabelValues("dispatched")
 	return m
 }
