@@ -157,6 +157,12 @@ type RunEvent struct {
 
 	Usage        *TokenUsage // observation data; on usage or terminal events
 	FinishReason string      // complete: stop, length, tool_calls, content_filter
+	// StopSequence is, on a complete event finished by "stop", the stop
+	// sequence that ended the answer when the upstream named it (vLLM's
+	// stop_reason, SGLang's matched_stop); renderers whose format reports
+	// it (Anthropic's stop_sequence) show it only if the request asked
+	// for that sequence.
+	StopSequence string
 
 	// Error is the legacy human-readable error string of an error event.
 	Error string

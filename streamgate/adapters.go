@@ -14,8 +14,11 @@ type encoder = surface.Encoder
 
 // newEncoder returns a fresh encoder for req's surface, naming model.
 func newEncoder(req *Request, model string) encoder {
-	return req.Surface.Encoder(surface.EncodeOptions{Model: model, Stream: req.Stream, IncludeUsage: req.IncludeUsage,
-		Echo: req.Echo, Now: time.Now()})
+	o := surface.EncodeOptions{Model: model, Stream: req.Stream, IncludeUsage: req.IncludeUsage, Echo: req.Echo, Now: time.Now()}
+	if run := req.Work.Run; run != nil {
+		o.Stops = run.Params.Stop
+	}
+	return req.Surface.Encoder(o)
 }
 
 // errorResponse renders a gateway-originated error in the surface's

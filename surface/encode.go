@@ -30,6 +30,9 @@ type EncodeOptions struct {
 	IncludeUsage bool
 	Echo         openai.ResponseEcho
 	Now          time.Time
+	// Stops are the stop sequences the request asked for: the Messages
+	// answer names the one an upstream reports ended it.
+	Stops []string
 }
 
 func encodeChat(o EncodeOptions) Encoder {
@@ -54,9 +57,13 @@ func encodeOllama(generate bool) func(EncodeOptions) Encoder {
 
 func encodeMessages(o EncodeOptions) Encoder {
 	if o.Stream {
-		return &messagesSSE{s: anthropic.NewStream(anthropic.NewMessageID(), o.Model)}
+		s := anthropic.NewStream(anthropic.NewMessageID(), o.Model)
+		s.Stops = o.Stops
+		return &messagesSSE{s: s}
 	}
-	return &jsonEnc{a: anthropic.NewAccumulator(anthropic.NewMessageID(), o.Model)}
+	a := anthropic.NewAccumulator(anthropic.NewMessageID(), o.Model)
+	a.Stops = o.Stops
+	return &jsonEnc{a: a}
 }
 
 type messagesSSE struct{ s *anthropic.Stream }

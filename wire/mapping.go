@@ -127,7 +127,7 @@ func RunEventToProto(ev execution.RunEvent, authoritative map[string]string) *Ru
 	m := &RunEvent{Type: string(ev.Type), Model: ev.Model, Delta: ev.Delta, Reasoning: ev.Reasoning, Message: ev.Message,
 		Usage: UsageToProto(ev.Usage), FinishReason: ev.FinishReason, Error: ev.Error, Failure: failureToProto(ev.Failure, authoritative),
 		Detail: detailToProto(ev.Failure), ResponseId: ev.ResponseID, Created: ev.Created, SystemFingerprint: ev.SystemFingerprint,
-		ServiceTier: ev.ServiceTier}
+		ServiceTier: ev.ServiceTier, StopSequence: ev.StopSequence}
 	for _, tc := range ev.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, &ToolCallDelta{Index: int32(tc.Index), Id: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
@@ -139,7 +139,8 @@ func RunEventToProto(ev execution.RunEvent, authoritative map[string]string) *Ru
 func RunEventFromProto(m *RunEvent) execution.RunEvent {
 	ev := execution.RunEvent{Type: execution.EventType(m.GetType()), Model: m.GetModel(), Delta: m.GetDelta(), Reasoning: m.GetReasoning(),
 		Message: m.GetMessage(), Usage: UsageFromProto(m.GetUsage()), FinishReason: m.GetFinishReason(), Error: m.GetError(),
-		ResponseID: m.GetResponseId(), Created: m.GetCreated(), SystemFingerprint: m.GetSystemFingerprint(), ServiceTier: m.GetServiceTier()}
+		ResponseID: m.GetResponseId(), Created: m.GetCreated(), SystemFingerprint: m.GetSystemFingerprint(), ServiceTier: m.GetServiceTier(),
+		StopSequence: m.GetStopSequence()}
 	for _, tc := range m.GetToolCalls() {
 		ev.ToolCalls = append(ev.ToolCalls, execution.ToolCallDelta{Index: int(tc.GetIndex()), ID: tc.GetId(), Name: tc.GetName(), Arguments: tc.GetArguments()})
 	}

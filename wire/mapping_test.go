@@ -63,7 +63,7 @@ func TestRunEventRoundTrip(t *testing.T) {
 	for _, ev := range []execution.RunEvent{
 		{Type: execution.EventTypeStart, Model: "m", ResponseID: "chatcmpl-1", Created: 42, SystemFingerprint: "fp", ServiceTier: "default"},
 		{Type: execution.EventTypeDelta, Delta: "Hel", Reasoning: "hm", ToolCalls: []execution.ToolCallDelta{{Index: 1, ID: "c", Name: "f", Arguments: "{"}}},
-		{Type: execution.EventTypeComplete, FinishReason: "stop", Usage: &execution.TokenUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3, CachedTokens: 4, ReasoningTokens: 5}},
+		{Type: execution.EventTypeComplete, FinishReason: "stop", StopSequence: "\n\nHuman:", Usage: &execution.TokenUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3, CachedTokens: 4, ReasoningTokens: 5}},
 		{Type: execution.EventTypeError, Error: "upstream says no", Failure: &execution.ExecutionFailure{Code: execution.FailureCodeUpstreamError,
 			Message: "upstream says no", Upstream: &execution.UpstreamError{Status: 429, Type: "requests", Code: "rate_limit_exceeded",
 				Param: "p", Message: "upstream says no", RetryAfterMS: 20}}},

@@ -1637,8 +1637,11 @@ type RunEvent struct {
 	Created           int64  `protobuf:"varint,13,opt,name=created,proto3" json:"created,omitempty"`
 	SystemFingerprint string `protobuf:"bytes,14,opt,name=system_fingerprint,json=systemFingerprint,proto3" json:"system_fingerprint,omitempty"`
 	ServiceTier       string `protobuf:"bytes,15,opt,name=service_tier,json=serviceTier,proto3" json:"service_tier,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// complete: the stop sequence that ended the answer, when the upstream
+	// named it (the edge renders it only if the request asked for it).
+	StopSequence  string `protobuf:"bytes,16,opt,name=stop_sequence,json=stopSequence,proto3" json:"stop_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunEvent) Reset() {
@@ -1772,6 +1775,13 @@ func (x *RunEvent) GetSystemFingerprint() string {
 func (x *RunEvent) GetServiceTier() string {
 	if x != nil {
 		return x.ServiceTier
+	}
+	return ""
+}
+
+func (x *RunEvent) GetStopSequence() string {
+	if x != nil {
+		return x.StopSequence
 	}
 	return ""
 }
@@ -2864,7 +2874,7 @@ const file_nodelink_proto_rawDesc = "" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\r\n" +
 	"\v_max_tokensB\a\n" +
-	"\x05_seed\"\xaf\x04\n" +
+	"\x05_seed\"\xd4\x04\n" +
 	"\bRunEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
@@ -2883,7 +2893,8 @@ const file_nodelink_proto_rawDesc = "" +
 	"responseId\x12\x18\n" +
 	"\acreated\x18\r \x01(\x03R\acreated\x12-\n" +
 	"\x12system_fingerprint\x18\x0e \x01(\tR\x11systemFingerprint\x12!\n" +
-	"\fservice_tier\x18\x0f \x01(\tR\vserviceTier\"\xd9\x01\n" +
+	"\fservice_tier\x18\x0f \x01(\tR\vserviceTier\x12#\n" +
+	"\rstop_sequence\x18\x10 \x01(\tR\fstopSequence\"\xd9\x01\n" +
 	"\vErrorDetail\x12!\n" +
 	"\ffailure_code\x18\x01 \x01(\tR\vfailureCode\x12'\n" +
 	"\x0fupstream_status\x18\x02 \x01(\x05R\x0eupstreamStatus\x12\x12\n" +

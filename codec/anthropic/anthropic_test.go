@@ -133,3 +133,51 @@ func TestDecodeNamesWhatTheNeutralFormLost(t *testing.T) {
 		}
 	}
 }
+
+// TestStopSequenceReported: a stop sequence ends the answer as the API
+// reports it — stop_reason stop_sequence and the sequence — when the
+// renderer was told which (an upstream serving Messages) or when a Chat
+// upstream named, with its "stop", one the request asked for; otherwise
+// the finish maps as it always does, and a sequence the request did not
+// ask for is not shown.
+func TestStopSequenceReported(t *testing.T) {
+	asked := []string{"###", "END"}
+	for _, tc := range []struct {
+		name   string
+		ev     execution.RunEvent
+		known  string
+		reason string
+		seq    any
+	}{
+		{"named and asked", execution.RunEvent{FinishReason: "stop", StopSequence: "END"}, "", "stop_sequence", "END"},
+		{"named, not asked", execution.RunEvent{FinishReason: "stop", StopSequence: "</s>"}, "", "end_turn", nil},
+		{"named on a length finish", execution.RunEvent{FinishReason: "length", StopSequence: "###"}, "", "max_tokens", nil},
+		{"none named", execution.RunEvent{FinishReason: "stop"}, "", "end_turn", nil},
+		{"known", execution.RunEvent{FinishReason: "stop_sequence"}, "###", "stop_sequence", "###"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := tc.ev
+			ev.Type = execution.EventTypeComplete
+			if reason, seq := stopped(ev, tc.known, asked); reason != tc.reason || seq != tc.seq {
+				t.Errorf("stopped: %q %v, want %q %v", reason, seq, tc.reason, tc.seq)
+			}
+			a := NewAccumulator("msg_1", "m")
+			a.StopSequence, a.Stops = tc.known, asked
+			a.Add(ev)
+			var m struct {
+				StopReason   string `json:"stop_reason"`
+				StopSequence any    `json:"stop_sequence"`
+			}
+			if err := json.Unmarshal(a.Body(), &m); err != nil || m.StopReason != tc.reason || m.StopSequence != tc.seq {
+				t.Errorf("body %s", a.Body())
+			}
+			s := NewStream("msg_1", "m")
+			s.StopSequence, s.Stops = tc.known, asked
+			out := string(s.Append(nil, ev))
+			want, _ := json.Marshal(map[string]any{"stop_reason": tc.reason, "stop_sequence": tc.seq})
+			if !strings.Contains(out, string(want)) {
+				t.Errorf("stream %s, want the delta %s", out, want)
+			}
+		})
+	}
+}

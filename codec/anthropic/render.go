@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/iopgw/iop/execution"
 	"github.com/iopgw/iop/internal/ids"
@@ -60,16 +61,26 @@ type Stream struct {
 	// StopSequence is the stop sequence that ended the answer, when its
 	// finish reason is stop_sequence.
 	StopSequence string
+	// Stops are the stop sequences the request asked for: one an
+	// upstream names with its finish is reported (see stopped).
+	Stops []string
 }
 
-// stopSequence is the stop_sequence member of an answer that finished
-// as finish: the sequence, when a stop sequence ended it and the
-// renderer was told which (an upstream of Chat does not say).
-func stopSequence(finish, seq string) any {
-	if finish != "stop_sequence" || seq == "" {
-		return nil
+// stopped is the stop_reason and stop_sequence of an answer that
+// finished as ev. A stop sequence ended it when the renderer was told
+// which (known, with the finish reason stop_sequence: an upstream serving
+// Messages), or when an upstream of Chat finished with "stop" naming one
+// of the sequences the request asked for (vLLM and SGLang name it;
+// OpenAI does not, and its stop reads end_turn). A sequence the request
+// did not ask for is not shown.
+func stopped(ev execution.RunEvent, known string, asked []string) (string, any) {
+	switch {
+	case ev.FinishReason == "stop_sequence" && known != "":
+		return "stop_sequence", known
+	case ev.FinishReason == "stop" && ev.StopSequence != "" && slices.Contains(asked, ev.StopSequence):
+		return "stop_sequence", ev.StopSequence
 	}
-	return seq
+	return StopReason(ev.FinishReason), nil
 }
 
 // NewStream returns a stream renderer for one answer.
@@ -159,9 +170,9 @@ func (s *Stream) Append(dst []byte, ev execution.RunEvent) []byte {
 		}
 	case execution.EventTypeComplete:
 		dst = s.ping(s.closeBlock(s.begin(dst)))
+		reason, seq := stopped(ev, s.StopSequence, s.Stops)
 		dst = event(dst, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": StopReason(ev.FinishReason), "stop_sequence": stopSequence(ev.FinishReason, s.StopSequence)},
-			"usage": usageOf(ev.Usage)})
+			"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": usageOf(ev.Usage)})
 		return event(dst, "message_stop", map[string]any{"type": "message_stop"})
 	}
 	return dst
@@ -171,14 +182,16 @@ func (s *Stream) Append(dst []byte, ev execution.RunEvent) []byte {
 type Accumulator struct {
 	ID, Model string
 	content   []map[string]any
-	args      map[int]*[]byte // tool calls' argument text, by upstream index
-	kinds     []string        // the kind of each content block
-	tools     map[int]int     // upstream tool index → content block
-	finish    string
+	args      map[int]*[]byte    // tool calls' argument text, by upstream index
+	kinds     []string           // the kind of each content block
+	tools     map[int]int        // upstream tool index → content block
+	finish    execution.RunEvent // the complete event
 	usage     *execution.TokenUsage
 	// StopSequence is the stop sequence that ended the answer, when its
 	// finish reason is stop_sequence.
 	StopSequence string
+	// Stops are the stop sequences the request asked for (as Stream's).
+	Stops []string
 }
 
 // NewAccumulator returns an accumulator for one answer.
@@ -225,7 +238,7 @@ func (a *Accumulator) Add(ev execution.RunEvent) {
 			*b = append(*b, tc.Arguments...)
 		}
 	case execution.EventTypeComplete:
-		a.finish = ev.FinishReason
+		a.finish = ev
 	}
 	if ev.Usage != nil {
 		a.usage = ev.Usage
@@ -250,7 +263,8 @@ func (a *Accumulator) Body() []byte {
 		}
 		content = append(content, b)
 	}
+	reason, seq := stopped(a.finish, a.StopSequence, a.Stops)
 	b, _ := json.Marshal(map[string]any{"id": a.ID, "type": "message", "role": "assistant", "model": a.Model,
-		"content": content, "stop_reason": StopReason(a.finish), "stop_sequence": stopSequence(a.finish, a.StopSequence), "usage": usageOf(a.usage)})
+		"content": content, "stop_reason": reason, "stop_sequence": seq, "usage": usageOf(a.usage)})
 	return b
 }

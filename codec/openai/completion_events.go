@@ -33,6 +33,7 @@ type completionRead struct {
 		} `json:"message"`
 		Logprobs     json.RawMessage `json:"logprobs"`
 		FinishReason string          `json:"finish_reason"`
+		StopNamed
 	} `json:"choices"`
 	Usage *eventstream.Usage `json:"usage"`
 }
@@ -40,7 +41,7 @@ type completionRead struct {
 // CompletionEvents reads a whole chat.completion as the events of its
 // answer: its identity (a start event), the first choice's message (one
 // delta: content, reasoning, tool calls), then complete with its finish
-// reason and usage. ok is false for a body that is not a chat completion
+// reason (and the stop sequence, when the server named it) and usage. ok is false for a body that is not a chat completion
 // with a choice. lost names what those events cannot carry — another
 // choice, log probabilities, a refusal, annotations, audio, a legacy
 // function_call — "" when they carry the whole answer.
@@ -83,6 +84,9 @@ func CompletionEvents(body []byte) (evs []execution.RunEvent, lost string, ok bo
 		evs = append(evs, ev)
 	}
 	done := execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: ch.FinishReason}
+	if ch.FinishReason == "stop" {
+		done.StopSequence = ch.Sequence()
+	}
 	if c.Usage != nil {
 		done.Usage = c.Usage.TokenUsage()
 	}

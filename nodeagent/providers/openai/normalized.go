@@ -92,7 +92,11 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, emit *executi
 		return execution.UpstreamFailure(&execution.UpstreamError{Status: http.StatusOK, Message: "upstream stream ended without a finish_reason or [DONE]"})
 	}
 	st.flush(emit)
-	emit.Emit(execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: st.finish, Usage: st.usage})
+	done := execution.RunEvent{Type: execution.EventTypeComplete, FinishReason: st.finish, Usage: st.usage}
+	if st.finish == "stop" {
+		done.StopSequence = st.stop
+	}
+	emit.Emit(done)
 	return nil
 }
 
@@ -100,6 +104,7 @@ type streamState struct {
 	p         *Provider
 	finished  bool
 	finish    string
+	stop      string // the stop sequence the upstream named with its finish
 	usage     *execution.TokenUsage
 	meta      bool // the upstream's identity was reported
 	content   utf16Joiner
@@ -120,6 +125,7 @@ type chunk struct {
 			ToolCalls        []toolCallChunk `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
+		oaicodec.StopNamed
 	} `json:"choices"`
 	Usage *eventstream.Usage `json:"usage"`
 }
@@ -176,7 +182,7 @@ func (st *streamState) handle(ev eventstream.Event, emit *execution.Emitter) (bo
 			emit.Emit(out)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			st.finished, st.finish = true, *ch.FinishReason
+			st.finished, st.finish, st.stop = true, *ch.FinishReason, ch.Sequence()
 		}
 	}
 	return false, nil
