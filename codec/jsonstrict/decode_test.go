@@ -103,6 +103,10 @@ func sameAsEncodingJSON(t *testing.T, b []byte) {
 		wj, _ := json.Marshal(want)
 		t.Fatalf("%s: Unmarshal %s, json.Unmarshal %s", b, gj, wj)
 	}
+	fresh, derr := Decode[fuzzWire](b, 16) // Unmarshal into a new value
+	if (derr == nil) != (werr == nil) || (derr != nil && derr.Error() != werr.Error()) || !reflect.DeepEqual(fresh, want) {
+		t.Fatalf("%s: Decode %+v %v, json.Unmarshal %+v %v", b, fresh, derr, want, werr)
+	}
 }
 
 // checkedSameAsEncodingJSON: UnmarshalChecked of each top-level member

@@ -46,13 +46,26 @@ func Check(body []byte, maxDepth int) error {
 // Check refuses returns Check's error (IsCheckError); one that does not
 // fit v, encoding/json's. A Raw field decoded member by member shares
 // body's memory (see Raw).
-func Unmarshal(body []byte, maxDepth int, v any) error {
+func Unmarshal(body []byte, maxDepth int, v any) error { return unmarshal(body, maxDepth, v, false) }
+
+// Decode is Unmarshal into a new T. A struct is decoded member by member
+// without first being asked whether it is zero, which it is: for a
+// request's wire struct of some sixty fields, reflect's IsZero walks
+// every one.
+func Decode[T any](body []byte, maxDepth int) (T, error) {
+	var v T
+	err := unmarshal(body, maxDepth, &v, true)
+	return v, err
+}
+
+// unmarshal is Unmarshal; fresh says v points at a zero value.
+func unmarshal(body []byte, maxDepth int, v any, fresh bool) error {
 	s, err := check(body, maxDepth)
 	defer s.release()
 	if err != nil {
 		return err
 	}
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().Kind() == reflect.Struct && rv.Elem().IsZero() {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().Kind() == reflect.Struct && (fresh || rv.Elem().IsZero()) {
 		if decodeInto(s.members, rv.Elem()) {
 			return nil
 		}

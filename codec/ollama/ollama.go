@@ -120,8 +120,8 @@ func Decode(body []byte, generate bool, maxDepth int) (*Request, *Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, BadRequest("missing request body")
 	}
-	var w wireRequest
-	if err := jsonstrict.Unmarshal(body, maxDepth, &w); err != nil {
+	w, err := jsonstrict.Decode[wireRequest](body, maxDepth)
+	if err != nil {
 		if jsonstrict.IsCheckError(err) {
 			return nil, BadRequest("invalid JSON: %v", err)
 		}

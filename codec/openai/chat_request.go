@@ -129,8 +129,8 @@ func CheckChatRequest(body []byte, l Limits) (*ChatRequest, *Error) {
 // decodeChatRequest is DecodeChatRequest, keeping the messages or not.
 func decodeChatRequest(body []byte, l Limits, keep bool) (*ChatRequest, *Error) {
 	l = l.withDefaults()
-	var w chatWire
-	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
+	w, err := jsonstrict.Decode[chatWire](body, l.MaxDepth)
+	if err != nil {
 		return nil, chatTypeError(err) // CheckBody's message for a refused body
 	}
 	req := &ChatRequest{N: 1}
@@ -455,8 +455,8 @@ var relayLimits = Limits{MaxDepth: 1024, MaxMessages: 1 << 20, MaxStop: 1 << 10,
 // not the client-facing rules (sampling ranges, OpenAI's stop and tool
 // counts), which the edge applied to the surface the client used.
 func NeutralRun(body []byte) (*execution.RunRequest, *Error) {
-	var w chatWire
-	if err := jsonstrict.Unmarshal(body, relayLimits.MaxDepth, &w); err != nil {
+	w, err := jsonstrict.Decode[chatWire](body, relayLimits.MaxDepth)
+	if err != nil {
 		if jsonstrict.IsCheckError(err) {
 			return nil, InvalidRequest("", "The chat body is not valid JSON: %v.", err)
 		}

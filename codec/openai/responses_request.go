@@ -85,8 +85,8 @@ func DecodeInputTokensRequest(body []byte, l Limits) (*ResponsesRequest, *Error)
 
 func decodeResponses(body []byte, l Limits, count bool) (*ResponsesRequest, *Error) {
 	l = l.withDefaults()
-	var w responsesWire
-	if err := jsonstrict.Unmarshal(body, l.MaxDepth, &w); err != nil {
+	w, err := jsonstrict.Decode[responsesWire](body, l.MaxDepth)
+	if err != nil {
 		return nil, typeError(err) // CheckBody's message for a refused body
 	}
 	if w.Model == nil || *w.Model == "" {
