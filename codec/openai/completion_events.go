@@ -41,8 +41,9 @@ type completionRead struct {
 // CompletionEvents reads a whole chat.completion as the events of its
 // answer: its identity (a start event), the first choice's message (one
 // delta: content, reasoning, tool calls), then complete with its finish
-// reason (and the stop sequence, when the server named it) and usage. ok is false for a body that is not a chat completion
-// with a choice. lost names what those events cannot carry — another
+// reason (and the stop sequence, when the server named it) and usage. ok
+// is false for a body that is not a chat completion with a choice. lost
+// names what those events cannot carry — another
 // choice, log probabilities, a refusal, annotations, audio, a legacy
 // function_call — "" when they carry the whole answer.
 func CompletionEvents(body []byte) (evs []execution.RunEvent, lost string, ok bool) {
