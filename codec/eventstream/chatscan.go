@@ -341,15 +341,7 @@ func (s *chatScan) skipArray(depth int) bool {
 func (s *chatScan) str() (n int, esc, ok bool) {
 	for j := s.i + 1; j < len(s.b); {
 		start := j
-		// Most strings of a chunk are short (keys, ids, a token): their
-		// bytes are tested one by one here; a longer run goes on eight
-		// at a time.
-		for j < len(s.b) && j-start < shortRun && plainByte[s.b[j]] {
-			j++
-		}
-		if j-start == shortRun {
-			j = jsonstrict.PlainBytes(s.b, j)
-		}
+		j = jsonstrict.PlainBytes(s.b, j)
 		n += j - start
 		if j == len(s.b) {
 			break
@@ -382,19 +374,6 @@ func (s *chatScan) str() (n int, esc, ok bool) {
 	}
 	return 0, false, false
 }
-
-// shortRun is how many plain bytes str tests one by one before it
-// hands the run to jsonstrict.PlainBytes.
-const shortRun = 16
-
-// plainByte says which bytes a JSON string holds as themselves: not the
-// quote, the backslash or a control character.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
 
 // number reads a JSON number (RFC 8259's grammar).
 func (s *chatScan) number() bool {

@@ -3,6 +3,7 @@ package jsonstrict
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // PlainBytes returns the index of the first byte at or after i in b that
@@ -11,7 +12,10 @@ import (
 // past 128 plain bytes the run is a long string (a prompt, a document),
 // searched a window at a time by plainRun.
 func PlainBytes(b []byte, i int) int {
-	for n := 0; i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])); n++ {
+	for n := 0; i+8 <= len(b); n++ {
+		if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
 		if i += 8; n == 15 {
 			return plainRun(b, i)
 		}
@@ -73,13 +77,14 @@ func controlFree(w []byte) int {
 	return j
 }
 
-// special8 reports whether any of the eight bytes in x may be a quote, a
-// backslash or a control character (a false positive only sends the
-// word to the byte loop).
-func special8(x uint64) bool {
+// special8 marks, with its high bit, each of the eight bytes in x (read
+// little-endian) that may be a quote, a backslash or a control character.
+// The lowest mark is exact: a subtraction borrows out of a byte only where
+// that byte is marked rightly, so a false mark can only follow a true one.
+func special8(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, b := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b) & highs
 }
 
 // Hex4 is the value of the four hex digits of a \u escape at b[at:].

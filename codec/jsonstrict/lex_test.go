@@ -2,6 +2,8 @@ package jsonstrict
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -71,6 +73,28 @@ func TestPlainBytesRandom(t *testing.T) {
 			if got, want := PlainBytes(b, i), plainRef(b, i); got != want {
 				t.Fatalf("at %d of %d bytes: %d, want %d", i, len(b), got, want)
 			}
+		}
+	}
+}
+
+// TestSpecial8LowestMarkExact holds special8's lowest mark to the byte
+// loop on words mixing the bytes its subtractions could confuse: the
+// ones it looks for, their neighbours, and bytes with the high bit set.
+func TestSpecial8LowestMarkExact(t *testing.T) {
+	alphabet := []byte{'a', '"', '\\', 0x00, 0x01, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		var w [8]byte
+		for j := range w {
+			w[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		want := plainRef(w[:], 0)
+		got := 8
+		if m := special8(binary.LittleEndian.Uint64(w[:])); m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != want {
+			t.Fatalf("% x: first mark at %d, want %d", w, got, want)
 		}
 	}
 }
