@@ -44,7 +44,7 @@ func plans(quick bool) plan {
 			truncationStreams: 2000, skipPortkey: true, scale: []int{1, 100}, bigBodies: 32, manyModels: 1000}
 	}
 	return plan{reps: 3, latRequests: 1500, thrDuration: 5 * time.Second, streamRequests64: 4096, streamRequests256: 4096,
-		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 8000}, truncationStreams: 50000,
+		sweep: []float64{500, 1000, 2000, 3000}, sweepDuration: 3 * time.Second, openStreams: []int{1000, 10000}, truncationStreams: 50000,
 		scale: []int{1, 10, 100, 1000}, bigBodies: 256, manyModels: 5000}
 }
 
@@ -111,6 +111,7 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	pl := plans(f.quick)
+	pl.openStreams = fitOpenStreams(pl.openStreams)
 	dir, err := os.MkdirTemp("", "iop-bench")
 	if err != nil {
 		return err
