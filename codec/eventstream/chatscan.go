@@ -49,6 +49,10 @@ type chatScan struct {
 	i       int
 	n       int // choices read
 	choices [maxScanChoices]scannedChoice
+	// head is where the value of the chunk's first choices member starts
+	// (0: none was read), headSeen the top-level members read before it.
+	head     int
+	headSeen members
 }
 
 // scanChat reads a Chat chunk's choices (see above); ok is false when the
@@ -67,18 +71,72 @@ func scanChat(data []byte) (s chatScan, ok bool) {
 
 // chunk reads the chunk's object.
 func (s *chatScan) chunk() bool {
-	var seen members
 	more, ok := s.begin('{', '}')
-	for more {
-		key, kok := s.key()
-		if !kok || !s.chunkMember(key, &seen) {
+	if !more {
+		return ok
+	}
+	var seen members
+	return s.chunkRest(&seen, nil)
+}
+
+// chunkRest reads the chunk's members from the one at s.i through the
+// object's close; key, when not nil, is the first one's, already read.
+func (s *chatScan) chunkRest(seen *members, key []byte) bool {
+	for {
+		if key == nil {
+			var kok bool
+			if key, kok = s.key(); !kok {
+				return false
+			}
+			if s.head == 0 && string(key) == "choices" {
+				s.head, s.headSeen = s.i, *seen
+			}
+		}
+		if !s.chunkMember(key, seen) {
 			return false
 		}
-		if more, ok = s.next('}'); !ok {
-			return false
+		key = nil
+		if more, ok := s.next('}'); !more {
+			return ok
 		}
 	}
-	return ok
+}
+
+// chatMemo is what an observer keeps of the last chunk scanChat read from
+// the start: its bytes up to the value of choices, and the members read
+// there. The chunks of one stream nearly all begin alike (the same id,
+// object, created, model and fingerprint), and a scan reads the same
+// bytes into the same state, so a chunk that begins with those bytes is
+// scanned from where its choices start, as if it had been read from its
+// first byte.
+type chatMemo struct {
+	head []byte // a copy; empty: nothing to resume from
+	seen members
+}
+
+// maxMemoHead bounds the bytes a memo keeps (a stream holds one).
+const maxMemoHead = 256
+
+// choicesKey is the key a memo's scan resumes at.
+var choicesKey = []byte("choices")
+
+// scan is scanChat, resumed from the memo where data begins with its
+// head; a chunk read from the start becomes the memo.
+func (m *chatMemo) scan(data []byte) (s chatScan, ok bool) {
+	if n := len(m.head); n > 0 && len(data) > n && string(data[:n]) == string(m.head) {
+		s.b, s.i = data, n
+		seen := m.seen
+		s.ws()
+		if !s.chunkRest(&seen, choicesKey) {
+			return s, false
+		}
+		s.ws()
+		return s, s.i == len(s.b)
+	}
+	if s, ok = scanChat(data); ok && s.head > 0 && s.head <= maxMemoHead {
+		m.head, m.seen = append(m.head[:0], data[:s.head]...), s.headSeen
+	}
+	return s, ok
 }
 
 // chunkMember reads a top-level member's value.

@@ -2,6 +2,7 @@ package eventstream
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func scanMatchesTree(t *testing.T, data []byte) {
 		o.Feed([]byte("data: " + strings.ReplaceAll(string(data), "\n", " ") + "\n\n"))
 		o.Feed([]byte("data: " + strings.ReplaceAll(string(data), "\n", " ") + "\n\n"))
 		o.Close()
-		o.r = nil
+		o.r, o.memo = nil, chatMemo{}
 	}
 	tree.treeOnly = false
 	if !reflect.DeepEqual(fast, tree) {
@@ -107,6 +108,84 @@ func FuzzScanChatMatchesTree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		scanMatchesTree(t, data)
 	})
+}
+
+// memoMatchesFresh: a chunk scanned from a memo another chunk left reads
+// as it does from its first byte.
+func memoMatchesFresh(t *testing.T, first, next []byte) {
+	t.Helper()
+	var m chatMemo
+	m.scan(first)
+	head := string(m.head)
+	got, gotOK := m.scan(next)
+	want, wantOK := scanChat(next)
+	if gotOK != wantOK || gotOK && (got.n != want.n || got.choices != want.choices) {
+		t.Fatalf("after %q (head %q), %q: scanned %v %+v from the memo, %v %+v from the start",
+			first, head, next, gotOK, got.choices[:got.n], wantOK, want.choices[:want.n])
+	}
+}
+
+// TestChatMemo: a stream's chunks after its first are scanned from where
+// their choices start, and read as from the start — also where a chunk
+// that begins alike differs after the head, in ways the scan must refuse.
+func TestChatMemo(t *testing.T) {
+	const head = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":`
+	first := []byte(head + `[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`)
+	var m chatMemo
+	if _, ok := m.scan(first); !ok || string(m.head) != head {
+		t.Fatalf("head %q, want %q", m.head, head)
+	}
+	for _, tail := range []string{
+		`[{"index":0,"delta":{"content":"bb"},"finish_reason":null}]}`,
+		` [{"index":0,"delta":{},"finish_reason":"stop"}] }`,
+		`[{"index":1,"delta":{"content":"é"}}],"usage":null,"obfuscation":"x1"}`,
+		`[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+		`[{"index":0}],"choices":[{"index":1}]}`, `[{"index":0}],"error":null,"object":"error"}`,
+		`[{"index":0}],"model":"m2"}`, `[{"index":0}],"object":"x"}`, `null}`, `[{"index":0}]`, `[{"index":0}]}x`, `{}}`,
+	} {
+		memoMatchesFresh(t, first, []byte(head+tail))
+	}
+	for _, other := range []string{`{"choices":[{"index":0}]}`, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":2,"model":"m","choices":[]}`} {
+		memoMatchesFresh(t, first, []byte(other))
+	}
+	long := []byte(`{"id":"` + strings.Repeat("i", maxMemoHead) + `","choices":[]}`)
+	var lm chatMemo
+	if _, ok := lm.scan(long); !ok || len(lm.head) != 0 {
+		t.Fatalf("a head of %d bytes kept", len(lm.head))
+	}
+}
+
+func FuzzChatMemoMatchesFresh(f *testing.F) {
+	for i, s := range chatScanSeeds {
+		f.Add([]byte(chatScanSeeds[0]), []byte(s))
+		f.Add([]byte(s), []byte(chatScanSeeds[(i+1)%len(chatScanSeeds)]))
+	}
+	f.Fuzz(func(t *testing.T, first, next []byte) {
+		memoMatchesFresh(t, first, next)
+		var m chatMemo
+		if m.scan(first); len(m.head) > 0 {
+			// next after first's head: the scan resumes on any tail.
+			memoMatchesFresh(t, first, append(append([]byte(nil), m.head...), next...))
+		}
+	})
+}
+
+// BenchmarkScanChatStream: a stream's chunks through one memo, as the
+// observer reads them.
+func BenchmarkScanChatStream(b *testing.B) {
+	chunks := make([][]byte, 32)
+	for i := range chunks {
+		chunks[i] = []byte(`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench-t","choices":[{"index":0,"delta":{"content":"xxxxxxxxxxxxxxx` + strconv.Itoa(i%10) + `"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var m chatMemo
+		for _, c := range chunks {
+			if k, ok := m.scan(c); !ok || k.n != 1 {
+				b.Fatalf("%s: not read", c)
+			}
+		}
+	}
 }
 
 // BenchmarkScanChat: the fast path over the chunks upstreams stream most

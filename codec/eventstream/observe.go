@@ -86,6 +86,7 @@ type Observer struct {
 	ResponseID string
 
 	open openChoices      // chat: choice indexes, and which lack a finish_reason yet
+	memo chatMemo         // chat: where the last chunk's choices began
 	msgs msgsUsage        // anthropic: usage of message_start, updated by message_delta
 	p    *fastjson.Parser // an event's, from eventParsers while it is observed
 	// treeOnly: every Chat chunk is parsed (tests compare scanChat's
@@ -186,7 +187,7 @@ func (o *Observer) chat(data []byte) {
 		return
 	}
 	if !o.treeOnly {
-		if k, ok := scanChat(data); ok {
+		if k, ok := o.memo.scan(data); ok {
 			o.chatScanned(k.choices[:k.n])
 			return
 		}
