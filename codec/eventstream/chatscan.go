@@ -53,6 +53,11 @@ type chatScan struct {
 	// (0: none was read), headSeen the top-level members read before it.
 	head     int
 	headSeen members
+	// textAt and textEnd are where the last text string counted lay (its
+	// opening quote, just past its closing one; textAt 0: none), textLen
+	// its decoded length and textChoice the choice it counted for: what
+	// a memo's template is made of.
+	textAt, textEnd, textLen, textChoice int
 }
 
 // scanChat reads a Chat chunk's choices (see above); ok is false when the
@@ -60,13 +65,18 @@ type chatScan struct {
 // over their members (begin, key, next), not by callbacks: a chunk is
 // some twenty members, and an indirect call each was a fifth of the scan.
 func scanChat(data []byte) (s chatScan, ok bool) {
-	s.b = data
+	return s, s.read(data)
+}
+
+// read is scanChat into s.
+func (s *chatScan) read(data []byte) bool {
+	*s = chatScan{b: data}
 	s.ws()
 	if !s.chunk() {
-		return s, false
+		return false
 	}
 	s.ws()
-	return s, s.i == len(s.b)
+	return s.i == len(s.b)
 }
 
 // chunk reads the chunk's object.
@@ -182,7 +192,7 @@ func (s *chatScan) choiceMember(key []byte, c *scannedChoice, seen *members) boo
 		if !seen.first(2) {
 			return false
 		}
-		n, ok := s.text()
+		n, ok := s.counted()
 		c.output += n
 		return ok
 	case "delta":
@@ -211,7 +221,7 @@ func (s *chatScan) delta(c *scannedChoice) bool {
 			if !seen.first(textMember(key)) {
 				return false
 			}
-			n, tok := s.text()
+			n, tok := s.counted()
 			c.output += n
 			kok = tok
 		case "tool_calls", "function_call":
@@ -239,6 +249,17 @@ func (s *chatScan) text() (int, bool) {
 		return n, ok
 	}
 	return 0, false
+}
+
+// counted reads a text member's value for the choice being read, as
+// text does, noting where a string value lay.
+func (s *chatScan) counted() (int, bool) {
+	at := s.i
+	n, ok := s.text()
+	if ok && s.b[at] == '"' {
+		s.textAt, s.textEnd, s.textLen, s.textChoice = at, s.i, n, s.n-1
+	}
+	return n, ok
 }
 
 // index reads a plain non-negative integer of at most nine digits.

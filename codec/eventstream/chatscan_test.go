@@ -1,7 +1,9 @@
 package eventstream
 
 import (
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,11 +117,12 @@ func FuzzScanChatMatchesTree(f *testing.F) {
 func memoMatchesFresh(t *testing.T, first, next []byte) {
 	t.Helper()
 	var m chatMemo
-	m.scan(first)
+	m.scan(first, new(chatScan))
 	head := string(m.head)
-	got, gotOK := m.scan(next)
+	var got chatScan
+	gotOK := m.scan(next, &got)
 	want, wantOK := scanChat(next)
-	if gotOK != wantOK || gotOK && (got.n != want.n || got.choices != want.choices) {
+	if gotOK != wantOK || gotOK && !slices.Equal(got.choices[:got.n], want.choices[:want.n]) {
 		t.Fatalf("after %q (head %q), %q: scanned %v %+v from the memo, %v %+v from the start",
 			first, head, next, gotOK, got.choices[:got.n], wantOK, want.choices[:want.n])
 	}
@@ -132,7 +135,7 @@ func TestChatMemo(t *testing.T) {
 	const head = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":`
 	first := []byte(head + `[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`)
 	var m chatMemo
-	if _, ok := m.scan(first); !ok || string(m.head) != head {
+	if !m.scan(first, new(chatScan)) || string(m.head) != head {
 		t.Fatalf("head %q, want %q", m.head, head)
 	}
 	for _, tail := range []string{
@@ -150,9 +153,59 @@ func TestChatMemo(t *testing.T) {
 	}
 	long := []byte(`{"id":"` + strings.Repeat("i", maxMemoHead) + `","choices":[]}`)
 	var lm chatMemo
-	if _, ok := lm.scan(long); !ok || len(lm.head) != 0 {
+	if !lm.scan(long, new(chatScan)) || len(lm.head) != 0 {
 		t.Fatalf("a head of %d bytes kept", len(lm.head))
 	}
+}
+
+// TestChatTemplate: a chunk that is the last content chunk with another
+// string is read by the template alone, as from the start; a chunk that
+// differs anywhere but in that string, or whose string the scan would
+// refuse, is not.
+func TestChatTemplate(t *testing.T) {
+	const before = `{"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}},{"index":1,"delta":{"reasoning":"r","content":`
+	const after = `},"logprobs":null,"finish_reason":null}],"usage":null}`
+	first := []byte(before + `"abc"` + after)
+	var m chatMemo
+	var k chatScan
+	if ok := m.scan(first, &k); !ok || k.n != 2 || k.choices[1].output != 4 {
+		t.Fatalf("first: %v %+v", ok, k.choices[:k.n])
+	}
+	if m.tmpl.at != len(before) || string(m.tmpl.b) != before+after || m.tmpl.choices[1].output != 1 {
+		t.Fatalf("template at %d, %q, %+v", m.tmpl.at, m.tmpl.b, m.tmpl.choices[:m.tmpl.n])
+	}
+	for _, str := range []string{`""`, `"x"`, `"\u00e9\n\"é"`, `"` + strings.Repeat("y", 300) + `"`} {
+		next := []byte(before + str + after)
+		var k chatScan
+		if ok := m.tmpl.match(next, &k); !ok || k.n != 2 || k.choices[1].output != 1+len(decodeString(t, str)) {
+			t.Fatalf("%s: matched %v, %+v", str, ok, k.choices[:k.n])
+		}
+		memoMatchesFresh(t, first, next)
+	}
+	for _, next := range []string{
+		before + `null` + after, before + `"a` + "\x01" + `"` + after, before + `"\ud800"` + after,
+		before + `"a"` + after + ` `, before + `"a"` + strings.Replace(after, "null", "\"stop\"", 1),
+		strings.Replace(before, `"r"`, `"rr"`, 1) + `"a"` + after, before + `"a",` + after, before + `"a"`,
+	} {
+		if m.tmpl.match([]byte(next), new(chatScan)) {
+			t.Fatalf("%s: matched the template", next)
+		}
+		memoMatchesFresh(t, first, []byte(next))
+	}
+	var none chatMemo
+	none.scan([]byte(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`), new(chatScan))
+	if none.tmpl.at != 0 {
+		t.Fatalf("a chunk without text kept as the template at %d", none.tmpl.at)
+	}
+}
+
+func decodeString(t *testing.T, s string) string {
+	t.Helper()
+	var v string
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func FuzzChatMemoMatchesFresh(f *testing.F) {
@@ -163,9 +216,17 @@ func FuzzChatMemoMatchesFresh(f *testing.F) {
 	f.Fuzz(func(t *testing.T, first, next []byte) {
 		memoMatchesFresh(t, first, next)
 		var m chatMemo
-		if m.scan(first); len(m.head) > 0 {
+		if m.scan(first, new(chatScan)); len(m.head) > 0 {
 			// next after first's head: the scan resumes on any tail.
 			memoMatchesFresh(t, first, append(append([]byte(nil), m.head...), next...))
+		}
+		if at := m.tmpl.at; at > 0 {
+			// next as first's string: the template reads it, or the
+			// scan from the start refuses it too.
+			for _, str := range [][]byte{next, append(append([]byte(`"`), next...), '"')} {
+				around := append(append(append([]byte(nil), m.tmpl.b[:at]...), str...), m.tmpl.b[at:]...)
+				memoMatchesFresh(t, first, around)
+			}
 		}
 	})
 }
@@ -180,8 +241,9 @@ func BenchmarkScanChatStream(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var m chatMemo
+		var k chatScan
 		for _, c := range chunks {
-			if k, ok := m.scan(c); !ok || k.n != 1 {
+			if ok := m.scan(c, &k); !ok || k.n != 1 {
 				b.Fatalf("%s: not read", c)
 			}
 		}

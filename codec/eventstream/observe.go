@@ -187,7 +187,8 @@ func (o *Observer) chat(data []byte) {
 		return
 	}
 	if !o.treeOnly {
-		if k, ok := o.memo.scan(data); ok {
+		var k chatScan
+		if o.memo.scan(data, &k) {
 			o.chatScanned(k.choices[:k.n])
 			return
 		}

@@ -154,24 +154,35 @@ func BenchmarkTrickledEvent(b *testing.B) {
 // BenchmarkObserveChat observes a typical Chat stream (the edge does this
 // for every tunnelled chunk): 32 content chunks, a finish chunk, a usage
 // chunk and [DONE], delivered one event per read.
+// BenchmarkObserveChat: a 32-token Chat stream through an observer, its
+// chunks under one id as upstreams write them, and under an id each
+// (where no chunk begins as the last did).
 func BenchmarkObserveChat(b *testing.B) {
-	var events [][]byte
-	for i := range 32 {
-		events = append(events, []byte(fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"token %d "},"logprobs":null,"finish_reason":null}]}`+"\n\n", i, i)))
-	}
-	events = append(events, []byte(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`+"\n\n"),
-		[]byte(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":32,"total_tokens":41,"prompt_tokens_details":{"cached_tokens":0}}}`+"\n\n"),
-		[]byte("data: [DONE]\n\n"))
-	b.ReportAllocs()
-	for b.Loop() {
-		o := NewObserver(DialectChat, FormatSSE)
-		for _, ev := range events {
-			o.Feed(ev)
-		}
-		o.Close()
-		if !o.Done || o.Usage == nil || o.Usage.TotalTokens != 41 || o.Malformed != 0 {
-			b.Fatalf("observed %+v", o)
-		}
+	for _, ids := range []string{"one", "each"} {
+		b.Run("ids="+ids, func(b *testing.B) {
+			var events [][]byte
+			for i := range 32 {
+				id := "chatcmpl-1"
+				if ids == "each" {
+					id = fmt.Sprintf("chatcmpl-%d", i)
+				}
+				events = append(events, []byte(fmt.Sprintf(`data: {"id":%q,"object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"token %d "},"logprobs":null,"finish_reason":null}]}`+"\n\n", id, i)))
+			}
+			events = append(events, []byte(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`+"\n\n"),
+				[]byte(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":32,"total_tokens":41,"prompt_tokens_details":{"cached_tokens":0}}}`+"\n\n"),
+				[]byte("data: [DONE]\n\n"))
+			b.ReportAllocs()
+			for b.Loop() {
+				o := NewObserver(DialectChat, FormatSSE)
+				for _, ev := range events {
+					o.Feed(ev)
+				}
+				o.Close()
+				if !o.Done || o.Usage == nil || o.Usage.TotalTokens != 41 || o.Malformed != 0 || o.Output.Bytes != 32*8+22 {
+					b.Fatalf("observed %+v", o)
+				}
+			}
+		})
 	}
 }
 
