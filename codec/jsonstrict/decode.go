@@ -35,7 +35,9 @@ type Member struct {
 // struct v as json.Unmarshal would, without encoding/json's own
 // validating pass over the whole body: each member's value is handed to
 // encoding/json alone, a json.RawMessage is copied as it stands (a Raw
-// is shared), and a slice of structs is split into its objects here — so
+// is shared), and a struct, a pointer to one and a slice of them are
+// split into their members here (no key is given twice: Check refuses
+// that, so a struct is never decoded into twice) — so
 // the bytes of a large message are read by the check and copied (or
 // not), not scanned twice more. It reports false when it met anything it does not decode
 // exactly as encoding/json does (a key matching a field only in another
@@ -106,6 +108,15 @@ func decodeValue(raw []byte, f reflect.Value, custom bool) bool {
 	case custom:
 	case raw[0] == '[' && f.Kind() == reflect.Slice && f.IsNil() && fieldsOf(f.Type().Elem()) != nil:
 		return decodeStructs(raw, f)
+	case raw[0] == '{' && f.Kind() == reflect.Struct && fieldsOf(f.Type()) != nil:
+		return decodeObject(raw, f)
+	case raw[0] == '{' && f.Kind() == reflect.Pointer && f.IsNil() && fieldsOf(f.Type().Elem()) != nil:
+		p := reflect.New(f.Type().Elem())
+		if !decodeObject(raw, p.Elem()) {
+			return false
+		}
+		f.Set(p)
+		return true
 	default:
 		if ok, done := decodeScalar(raw, f); done {
 			return ok
