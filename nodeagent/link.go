@@ -385,7 +385,7 @@ func (a *Agent) serve(sess *Session, h held, down *wire.AttemptDown) (next *wire
 		return a.awaitNext(sess, h, work, r), nil, nil
 	}
 	a.bridge.goProvider(func() { work.here(); work.end() })
-	return nil, nil, func() *wire.AttemptDown { return a.awaitNext(sess, h, work, r) }
+	return nil, nil, func() *wire.AttemptDown { growForRecv(); return a.awaitNext(sess, h, work, r) }
 }
 
 // reuse is what an attempt's terminal made of its stream, read when the
