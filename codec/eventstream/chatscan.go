@@ -65,7 +65,8 @@ type chatScan struct {
 // over their members (begin, key, next), not by callbacks: a chunk is
 // some twenty members, and an indirect call each was a fifth of the scan.
 func scanChat(data []byte) (s chatScan, ok bool) {
-	return s, s.read(data)
+	ok = s.read(data) // before s is returned: the order of a return's operands is not specified
+	return s, ok
 }
 
 // read is scanChat into s.

@@ -86,7 +86,7 @@ type Observer struct {
 	ResponseID string
 
 	open openChoices      // chat: choice indexes, and which lack a finish_reason yet
-	memo chatMemo         // chat: where the last chunk's choices began
+	memo chatMemo         // chat: the last chunks' head and template (chatMemo)
 	msgs msgsUsage        // anthropic: usage of message_start, updated by message_delta
 	p    *fastjson.Parser // an event's, from eventParsers while it is observed
 	// treeOnly: every Chat chunk is parsed (tests compare scanChat's
