@@ -166,8 +166,12 @@ func (a *Authenticator) ClientAddr(r *http.Request) string {
 }
 
 func (a *Authenticator) isTrusted(addr string) bool {
+	trusted := a.ring.Load().trusted
+	if len(trusted) == 0 {
+		return false // no trusted proxies (the default): no address to parse
+	}
 	ip := net.ParseIP(addr)
-	for _, n := range a.ring.Load().trusted {
+	for _, n := range trusted {
 		if ip != nil && n.Contains(ip) {
 			return true
 		}
