@@ -141,7 +141,9 @@ func (g *Gateway) notAdmitted(c echo.Context, a *accessInfo, sreq *streamgate.Re
 func (g *Gateway) served(c echo.Context, a *accessInfo, sreq *streamgate.Request, sum *streamgate.Summary) {
 	g.keyUsed(a.KeyID, sreq.Model, sum.Usage, sum.UsageEstimated)
 	g.stored.Settle(a.KeyID, sreq, sum)
-	traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, *sum)
+	if g.tracer.Enabled() { // off, the context holds no span: not looked for
+		traceSummary(trace.SpanFromContext(c.Request().Context()), sreq.Model, *sum)
+	}
 	a.Sum = sum
 	if g.knownName(sreq.Model) {
 		g.models.record(sreq.Model, *sum)

@@ -123,7 +123,11 @@ func (g *Gateway) count(c echo.Context, start time.Time, err error) {
 	if route == "" {
 		route = "unmatched"
 	}
-	observeDuration(g.metrics.durationOf(route), time.Since(start), trace.SpanContextFromContext(c.Request().Context()))
+	var sc trace.SpanContext
+	if g.tracer.Enabled() { // off, the context holds no span: not looked for
+		sc = trace.SpanContextFromContext(c.Request().Context())
+	}
+	observeDuration(g.metrics.durationOf(route), time.Since(start), sc)
 	code := c.Response().Status
 	if err != nil {
 		var he *echo.HTTPError

@@ -157,7 +157,9 @@ func (b *Bridge) startRun(ctx context.Context, sess *Session, m *wire.RunRequest
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathNormalized)
-	req.Header = tracing.Inject(ctx, req.Header)
+	if b.traced { // off, ctx holds no span: nothing to inject
+		req.Header = tracing.Inject(ctx, req.Header)
+	}
 	out := &outbound{log: b.log, providerID: desc.ProviderID, span: span, sendMsg: send, clock: b.clock, ended: ended}
 	out.co.whole = !m.GetStream() // the edge renders one JSON answer at the end
 	em := execution.NewEmitter(func(ev execution.RunEvent) {
@@ -204,7 +206,9 @@ func (b *Bridge) startTunnel(ctx context.Context, sess *Session, m *wire.Provide
 	}
 	id := attemptIdentity{RunID: req.RunID, AttemptID: req.AttemptID, Adapter: desc.Adapter, Target: req.Model}
 	ctx, span := b.startSpan(ctx, req.Header, desc, req.Model, execution.ExecutionPathProviderTunnel)
-	req.Header = tracing.Inject(ctx, req.Header)
+	if b.traced { // off, ctx holds no span: nothing to inject
+		req.Header = tracing.Inject(ctx, req.Header)
+	}
 	return b.frames(ctx, sess, id, desc, p, req.ResponseStallTimeoutMS, send, ended, span, func(ctx context.Context, em *execution.FrameEmitter) error {
 		return t.Tunnel(ctx, req, em)
 	})
@@ -214,7 +218,11 @@ func (b *Bridge) startTunnel(ctx context.Context, sess *Session, m *wire.Provide
 // if not nil, ends with the attempt.
 func (b *Bridge) frames(ctx context.Context, sess *Session, id attemptIdentity, desc execution.ProviderDescriptor, p execution.Provider,
 	timeoutMS int64, send func(*wire.AttemptUp) error, ended func(), span trace.Span, exec func(context.Context, *execution.FrameEmitter) error) started {
-	out := &outbound{log: b.log, providerID: desc.ProviderID, span: trace.SpanFromContext(ctx), sendMsg: send, clock: b.clock, ended: ended}
+	events := span // what the attempt's events go on: its own span, else ctx's
+	if events == nil {
+		events = trace.SpanFromContext(ctx)
+	}
+	out := &outbound{log: b.log, providerID: desc.ProviderID, span: events, sendMsg: send, clock: b.clock, ended: ended}
 	em := execution.NewFrameEmitter(func(f execution.ProviderTunnelFrame) {
 		f.Failure = out.observe(execution.ClassifyProviderTunnelFrame(f), f.Failure)
 		if f.Type == execution.FrameTypeBody {
@@ -496,7 +504,7 @@ func logUpstreamFailure(log *slog.Logger, providerID string, err error) {
 func (b *Bridge) startSpan(ctx context.Context, h map[string][]string, desc execution.ProviderDescriptor, model string,
 	path execution.ExecutionPath) (context.Context, trace.Span) {
 	if !b.traced {
-		return ctx, trace.SpanFromContext(ctx) // no span: the request's trace context is not even read
+		return ctx, tracing.NoSpan // no span: the request's trace context is not even read
 	}
 	return b.tracer.Start(tracing.Extract(ctx, h), "iop node attempt", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("iop.provider", desc.ProviderID), attribute.String("iop.adapter", desc.Adapter),

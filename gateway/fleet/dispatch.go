@@ -66,7 +66,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req streamgate.DispatchReques
 func (d *Dispatcher) open(ctx context.Context, l *pool.Lease, w streamgate.Work) (streamgate.Attempt, error) {
 	attemptID := ids.New()
 	ctx, span := d.startSpan(ctx, l)
-	down, kind, err := buildDown(l, tracedWork(ctx, w), attemptID)
+	down, kind, err := buildDown(l, tracedWork(ctx, span, w), attemptID)
 	if err != nil {
 		span.SetStatus(codes.Error, "dispatch refused")
 		span.End()
@@ -91,11 +91,12 @@ func (d *Dispatcher) open(ctx context.Context, l *pool.Lease, w streamgate.Work)
 }
 
 // startSpan opens the attempt's span, a child of the request's. With
-// tracing off (a Tracer that reports itself disabled) nothing is built:
-// the span is the request context's own, a no-op.
+// tracing off (a Tracer that reports itself disabled) nothing is built
+// or looked up: the request's context holds no span (the edge opens
+// none), and the attempt's is a no-op.
 func (d *Dispatcher) startSpan(ctx context.Context, l *pool.Lease) (context.Context, trace.Span) {
 	if t, ok := d.Tracer.(interface{ Enabled() bool }); ok && !t.Enabled() {
-		return ctx, trace.SpanFromContext(ctx)
+		return ctx, tracing.NoSpan
 	}
 	return d.Tracer.Start(ctx, "iop attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("iop.provider", l.ProviderID), attribute.String("iop.node", l.NodeID),
@@ -426,10 +427,11 @@ func (a *edgeAttempt) Close() {
 	})
 }
 
-// tracedWork is w with the attempt's trace context in the headers the
-// upstream receives (copies: the request's work is shared by attempts).
-func tracedWork(ctx context.Context, w streamgate.Work) streamgate.Work {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+// tracedWork is w with the trace context of the attempt's span (ctx's)
+// in the headers the upstream receives (copies: the request's work is
+// shared by attempts).
+func tracedWork(ctx context.Context, span trace.Span, w streamgate.Work) streamgate.Work {
+	if !span.SpanContext().IsValid() {
 		return w // tracing off: nothing to carry, nothing to copy
 	}
 	if w.Run != nil {

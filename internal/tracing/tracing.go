@@ -86,6 +86,12 @@ func New(c Config, defaultService string) (*Tracer, error) {
 // Enabled reports whether spans are recorded (tracing.enabled).
 func (t *Tracer) Enabled() bool { return t != nil && t.provider != nil }
 
+// NoSpan is the span of a context that holds none: it records nothing.
+// With tracing off no context holds a span, so code that knows tracing is
+// off takes it instead of looking one up (a look-up that finds nothing
+// walks the context's every layer).
+var NoSpan = trace.SpanFromContext(context.Background())
+
 // Shutdown flushes and stops the exporter (bounded by ctx).
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil || t.provider == nil {
